@@ -1,0 +1,41 @@
+"""djqueue: background jobs for Django and Flask on Redis, in Sidekiq's wire format.
+
+``import djqueue`` touches neither Redis nor a web framework; the first push opens the pool.
+"""
+
+from __future__ import annotations
+
+from .client import Client
+from .config import Settings, configure, get_settings
+from .errors import (
+    ConfigurationError,
+    DjQueueError,
+    DuplicateJobName,
+    RedisUnavailable,
+    UnknownJob,
+)
+from .executor import current_job
+from .job import FunctionJob, Job, JobHandle, job
+from .middleware import Chain, client_middleware, server_middleware
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Chain",
+    "Client",
+    "ConfigurationError",
+    "DjQueueError",
+    "DuplicateJobName",
+    "FunctionJob",
+    "Job",
+    "JobHandle",
+    "RedisUnavailable",
+    "Settings",
+    "UnknownJob",
+    "client_middleware",
+    "configure",
+    "current_job",
+    "get_settings",
+    "job",
+    "server_middleware",
+]

@@ -1,0 +1,189 @@
+"""One settings object per process, built from layers.
+
+Precedence, highest first: keyword arguments to :func:`configure`, framework settings (the
+``DJQUEUE`` dict in Django, ``app.config["DJQUEUE_*"]`` in Flask), the environment
+(``DJQUEUE_REDIS_URL``, then ``REDIS_URL``; ``DJQUEUE_NAMESPACE``), then defaults. Every value
+is checked when the object is built, so a bad setting fails at start-up with its name rather
+than on the first job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import ConfigurationError
+
+DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+URL_SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything djqueue can be told. Field names are the keyword arguments of `configure`."""
+
+    redis_url: str = DEFAULT_REDIS_URL
+    namespace: str = ""
+    default_queue: str = "default"
+    queues: tuple[tuple[str, int], ...] = (("default", 0),)
+    concurrency: int = 10
+    timeout: float = 25.0
+    max_retries: int = 25
+    dead_max_jobs: int = 10_000
+    dead_timeout: float = 180 * 24 * 3600.0
+    heartbeat_interval: float = 5.0
+    poll_interval: float = 1.0
+    sentinels: tuple[tuple[str, int], ...] = ()
+    sentinel_master: str = ""
+    socket_timeout: float = 5.0
+    connect_timeout: float = 2.0
+    max_connections: int | None = None
+    tag: str = ""
+    labels: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @classmethod
+    def build(
+        cls,
+        framework: Mapping[str, Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Merge the layers. ``framework`` keys may be upper case (``REDIS_URL``)."""
+        values: dict[str, Any] = {}
+        env = os.environ if environ is None else environ
+        url = env.get("DJQUEUE_REDIS_URL") or env.get("REDIS_URL")
+        if url:
+            values["redis_url"] = url
+        if env.get("DJQUEUE_NAMESPACE"):
+            values["namespace"] = env["DJQUEUE_NAMESPACE"]
+        names = {f.name for f in dataclasses.fields(cls)}
+        for layer, label in ((framework or {}, "framework settings"), (overrides, "configure()")):
+            for key, value in layer.items():
+                name = key.lower()
+                if name not in names:
+                    if layer is overrides:
+                        raise ConfigurationError(key, f"unknown setting passed to {label}")
+                    values.setdefault("extra", {})[key] = value
+                    continue
+                values[name] = value
+        if "queues" in values:
+            values["queues"] = parse_queues(values["queues"])
+        for name in ("sentinels", "labels"):
+            if name in values and values[name] is not None:
+                values[name] = tuple(tuple(v) if isinstance(v, list) else v for v in values[name])
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def safe_redis_url(self) -> str:
+        """The Redis URL with any password replaced by ``***``, for messages and logs."""
+        return redact_url(self.redis_url)
+
+
+def parse_queues(value: Any) -> tuple[tuple[str, int], ...]:
+    """Accept ``["a", "b"]``, ``[("a", 3), "b"]``, ``["a,3", "b"]`` or ``"a,3 b"``.
+
+    A weight of 0 everywhere means strict order, as with Sidekiq's ``-q a -q b``.
+    """
+    if isinstance(value, str):
+        value = value.split()
+    result: list[tuple[str, int]] = []
+    for item in value:
+        if isinstance(item, str):
+            name, _, weight_text = item.partition(",")
+            try:
+                weight = int(weight_text) if weight_text else 0
+            except ValueError:
+                raise ConfigurationError("queues", f"bad weight in {item!r}") from None
+        elif isinstance(item, (tuple, list)) and len(item) == 2:
+            name, weight = item[0], item[1]
+        else:
+            raise ConfigurationError("queues", f"expected 'name' or ('name', weight), got {item!r}")
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError("queues", f"queue name must be a non-empty string: {item!r}")
+        if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
+            raise ConfigurationError("queues", f"weight must be an integer >= 0: {item!r}")
+        result.append((name, weight))
+    if not result:
+        raise ConfigurationError("queues", "at least one queue is needed")
+    return tuple(result)
+
+
+def redact_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    userinfo = f"{parts.username}:***" if parts.username else ":***"
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{userinfo}@{host}").geturl()
+
+
+def _validate(s: Settings) -> None:
+    if not isinstance(s.redis_url, str) or urlsplit(s.redis_url).scheme not in URL_SCHEMES:
+        raise ConfigurationError(
+            "redis_url",
+            f"{redact_url(str(s.redis_url))!r} is not a Redis URL "
+            f"(expected one of {', '.join(s + '://' for s in URL_SCHEMES)})",
+        )
+    if not isinstance(s.namespace, str) or s.namespace.endswith(":"):
+        raise ConfigurationError("namespace", "must be a string without the trailing ':'")
+    if not isinstance(s.default_queue, str) or not s.default_queue:
+        raise ConfigurationError("default_queue", "must be a non-empty string")
+    for name in ("concurrency", "max_retries", "dead_max_jobs"):
+        value = getattr(s, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < (name == "concurrency"):
+            raise ConfigurationError(name, f"must be a positive integer, got {value!r}")
+    for name in (
+        "timeout",
+        "dead_timeout",
+        "heartbeat_interval",
+        "poll_interval",
+        "socket_timeout",
+        "connect_timeout",
+    ):
+        value = getattr(s, name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise ConfigurationError(name, f"must be a number of seconds > 0, got {value!r}")
+    for host_port in s.sentinels:
+        if len(host_port) != 2 or not isinstance(host_port[1], int):
+            raise ConfigurationError("sentinels", f"expected (host, port), got {host_port!r}")
+    if s.sentinels and not s.sentinel_master:
+        raise ConfigurationError("sentinel_master", "is required when sentinels are given")
+
+
+_settings: Settings | None = None
+_framework: Mapping[str, Any] | None = None
+
+
+def configure(framework: Mapping[str, Any] | None = None, **overrides: Any) -> Settings:
+    """Build and install the process-wide settings; the connection pool is rebuilt on next use.
+
+    Framework integrations pass their settings dict as ``framework``; applications pass keyword
+    arguments, which win over everything else.
+    """
+    global _settings, _framework
+    if framework is not None:
+        _framework = dict(framework)
+    _settings = Settings.build(framework=_framework, **overrides)
+    from . import connection
+
+    connection.reset()
+    return _settings
+
+
+def get_settings() -> Settings:
+    """The process-wide settings, built from the environment on first use."""
+    global _settings
+    if _settings is None:
+        _settings = Settings.build(framework=_framework)
+    return _settings

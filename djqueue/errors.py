@@ -1,0 +1,41 @@
+"""The exceptions djqueue raises on purpose.
+
+Each one is documented so that application code can catch exactly what it means: a job that
+could not be pushed because Redis is unreachable is a different problem from a job that was
+never registered.
+"""
+
+from __future__ import annotations
+
+
+class DjQueueError(Exception):
+    """Base class of every exception djqueue raises itself."""
+
+
+class ConfigurationError(DjQueueError, ValueError):
+    """A setting has a bad value. The message always starts with the setting's name."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        self.setting = setting
+        super().__init__(f"{setting}: {message}")
+
+
+class RedisUnavailable(DjQueueError, ConnectionError):
+    """Redis could not be reached (refused, timed out, authentication failed, ...).
+
+    Raised by every push when the command did not reach Redis. The message carries the Redis
+    URL with the password removed, so it is safe to log.
+    """
+
+    def __init__(self, url: str, cause: BaseException) -> None:
+        self.url = url
+        self.cause = cause
+        super().__init__(f"Redis at {url} is unavailable: {cause}")
+
+
+class DuplicateJobName(DjQueueError):
+    """Two different jobs were registered under one name."""
+
+
+class UnknownJob(DjQueueError, LookupError):
+    """A payload names a job that is not registered in this process (the allow-list)."""

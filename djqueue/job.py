@@ -1,0 +1,319 @@
+"""The job API: ``@job`` on a function or class, ``djqueue.Job``, and the push methods.
+
+A decorated function stays callable as before; it gains ``perform_later`` and friends, which
+build a payload and hand it to the client. A class job subclasses `Job` (or is decorated) and
+implements ``perform``. Either way the job is registered under its name, which is what the
+payload's ``class`` field carries; the worker looks the name up in the registry (the allow-list).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import inspect
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar, TypeVar, overload
+
+from . import registry
+
+F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=type)
+
+#: Options that become payload fields, with Sidekiq's names and meaning.
+PAYLOAD_OPTIONS = ("queue", "retry", "retry_queue", "backtrace", "dead", "tags")
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Validate the options that have a defined meaning; others go into the payload as is."""
+    if "queue" in options and (not isinstance(options["queue"], str) or not options["queue"]):
+        raise ValueError(f"queue must be a non-empty string, got {options['queue']!r}")
+    if "retry" in options:
+        retry = options["retry"]
+        if not isinstance(retry, (bool, int)) or (not isinstance(retry, bool) and retry < 0):
+            raise ValueError(f"retry must be True, False or an integer >= 0, got {retry!r}")
+    if "retry_queue" in options and not isinstance(options["retry_queue"], str):
+        raise ValueError("retry_queue must be a queue name")
+    if "backtrace" in options and not isinstance(options["backtrace"], (bool, int)):
+        raise ValueError("backtrace must be a bool or a number of lines")
+    if "dead" in options and not isinstance(options["dead"], bool):
+        raise ValueError("dead must be a bool")
+    if "tags" in options:
+        tags = options["tags"]
+        if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
+            raise ValueError("tags must be a list of strings")
+        options["tags"] = list(tags)
+    return options
+
+
+def _refuse_kwargs(name: str, method: str, kwargs: dict[str, Any]) -> None:
+    if kwargs:
+        raise TypeError(
+            f"{name}.{method}() got keyword arguments ({', '.join(kwargs)}); job arguments "
+            f"travel as a JSON list, as in Sidekiq: pass them positionally (or one dict)"
+        )
+
+
+def _epoch(when: dt.datetime | float | int) -> float:
+    if isinstance(when, dt.datetime):
+        return when.timestamp()
+    if isinstance(when, (int, float)) and not isinstance(when, bool):
+        return float(when)
+    raise TypeError(f"expected a datetime or epoch seconds, got {type(when).__name__}")
+
+
+def _seconds(interval: dt.timedelta | float | int) -> float:
+    if isinstance(interval, dt.timedelta):
+        return interval.total_seconds()
+    if isinstance(interval, (int, float)) and not isinstance(interval, bool):
+        return float(interval)
+    raise TypeError(f"expected seconds or a timedelta, got {type(interval).__name__}")
+
+
+class JobHandle:
+    """A registered job with option overrides; ``job.set(queue="low")`` returns one.
+
+    Every ``perform_*`` method returns the pushed job's jid (or None when a client
+    middleware stopped the push).
+    """
+
+    def __init__(self, definition: Any, overrides: dict[str, Any] | None = None) -> None:
+        self.definition = definition
+        self.overrides = overrides or {}
+        self.job_name: str = definition.job_name
+
+    def set(self, **options: Any) -> JobHandle:
+        """A handle with these options on top; any option Sidekiq's ``set`` takes works."""
+        return JobHandle(self.definition, {**self.overrides, **check_options(options)})
+
+    def _item(self, args: Sequence[Any]) -> dict[str, Any]:
+        return {
+            **self.definition.job_options,
+            **self.overrides,
+            "class": self.definition.job_name,
+            "args": list(args),
+        }
+
+    def perform_later(self, *args: Any, **kwargs: Any) -> str | None:
+        """Push the job to its queue; it runs as soon as a worker takes it."""
+        _refuse_kwargs(self.job_name, "perform_later", kwargs)
+        from .client import get_client
+
+        return get_client().push(self._item(args))
+
+    perform_async = perform_later
+
+    def perform_in(self, interval: dt.timedelta | float, *args: Any, **kwargs: Any) -> str | None:
+        """Run after ``interval`` (seconds or timedelta); zero or negative pushes at once."""
+        _refuse_kwargs(self.job_name, "perform_in", kwargs)
+        from .client import get_client
+        from .payload import now
+
+        item = self._item(args)
+        item["at"] = now() + _seconds(interval)
+        return get_client().push(item)
+
+    def perform_at(self, when: dt.datetime | float, *args: Any, **kwargs: Any) -> str | None:
+        """Run at ``when`` (an aware or local datetime, or epoch seconds)."""
+        _refuse_kwargs(self.job_name, "perform_at", kwargs)
+        from .client import get_client
+
+        item = self._item(args)
+        item["at"] = _epoch(when)
+        return get_client().push(item)
+
+    def perform_bulk(self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
+        """Push one job per argument list, one Redis round trip per ``batch_size`` jobs."""
+        from .client import get_client
+
+        item = self._item(())
+        item["args"] = [list(args) for args in args_list]
+        return get_client().push_bulk(item, batch_size=batch_size)
+
+    def perform_now(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the job here and now, through the server middleware; returns its result."""
+        _refuse_kwargs(self.job_name, "perform_now", kwargs)
+        from .executor import execute_now
+
+        return execute_now(self._item(args))
+
+
+class FunctionJob(JobHandle):
+    """What ``@job`` returns for a function: the function itself, plus the push methods."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        name: str,
+        options: dict[str, Any],
+        retry_in: Callable[[int, BaseException], Any] | None,
+        retries_exhausted: Callable[[dict[str, Any], BaseException], Any] | None,
+    ) -> None:
+        self.target = func
+        self.job_name = name
+        self.job_options = options
+        super().__init__(self)
+        self._retry_in = retry_in
+        self._retries_exhausted = retries_exhausted
+        self.__name__ = getattr(func, "__name__", name)
+        self.__qualname__ = getattr(func, "__qualname__", name)
+        self.__module__ = getattr(func, "__module__", __name__)
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.target(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<job {self.job_name}>"
+
+    # -- the protocol the executor and the runtime use --------------------------------------
+
+    def instantiate(self, payload: dict[str, Any]) -> Any:
+        return self
+
+    def execute(self, instance: Any, args: list[Any]) -> Any:
+        return _finish(self.target(*args))
+
+    def retry_in(self, count: int, exc: BaseException) -> Any:
+        return self._retry_in(count, exc) if self._retry_in else None
+
+    def retries_exhausted(self, payload: dict[str, Any], exc: BaseException) -> None:
+        if self._retries_exhausted:
+            self._retries_exhausted(payload, exc)
+
+
+def _finish(result: Any) -> Any:
+    """Run a coroutine returned by an ``async def`` job to completion on a fresh loop."""
+    if inspect.iscoroutine(result):
+        return asyncio.run(result)
+    return result
+
+
+class _ClassHandle:
+    """Class-level access to the push methods: ``SendWelcome.perform_later(1)``."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        return getattr(JobHandle(owner), self.method)
+
+
+class Job:
+    """Base class for class-based jobs::
+
+        class SendWelcome(djqueue.Job, queue="mailers", retry=5):
+            def perform(self, user_id):
+                ...
+
+    While ``perform`` runs, ``self.jid`` and ``self.payload`` describe the job. Override the
+    class methods ``retry_in(count, exc)`` (seconds until the next try; None for the default
+    backoff) and ``retries_exhausted(payload, exc)`` (called once before the job goes dead).
+    Pass ``abstract=True`` for a base class that should not be registered.
+    """
+
+    job_name: ClassVar[str] = ""
+    job_options: ClassVar[dict[str, Any]] = {}
+    jid: str | None = None
+    payload: dict[str, Any] | None = None
+
+    perform_later = _ClassHandle("perform_later")
+    perform_async = _ClassHandle("perform_async")
+    perform_in = _ClassHandle("perform_in")
+    perform_at = _ClassHandle("perform_at")
+    perform_bulk = _ClassHandle("perform_bulk")
+    perform_now = _ClassHandle("perform_now")
+    set = _ClassHandle("set")
+
+    def __init_subclass__(
+        cls, abstract: bool = False, name: str | None = None, **options: Any
+    ) -> None:
+        super().__init_subclass__()
+        cls.job_options = {**cls.job_options, **check_options(_payload_options(options))}
+        if abstract or cls.perform is Job.perform:
+            return
+        cls.job_name = name or f"{cls.__module__}.{cls.__qualname__}"
+        registry.register(cls.job_name, cls)
+
+    def perform(self, *args: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement perform()")
+
+    @classmethod
+    def instantiate(cls, payload: dict[str, Any]) -> Job:
+        instance = cls()
+        instance.jid = payload.get("jid")
+        instance.payload = payload
+        return instance
+
+    @classmethod
+    def execute(cls, instance: Job, args: list[Any]) -> Any:
+        return _finish(instance.perform(*args))
+
+    @classmethod
+    def retry_in(cls, count: int, exc: BaseException) -> Any:
+        return None
+
+    @classmethod
+    def retries_exhausted(cls, payload: dict[str, Any], exc: BaseException) -> None:
+        return None
+
+
+def _payload_options(options: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(options) - set(PAYLOAD_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"unknown job option(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(PAYLOAD_OPTIONS)}, name, retry_in, retries_exhausted"
+        )
+    return dict(options)
+
+
+@overload
+def job(target: F, /) -> FunctionJob: ...
+@overload
+def job(
+    target: None = None, /, *, name: str | None = None, **options: Any
+) -> Callable[[Any], Any]: ...
+
+
+def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> Any:
+    """Register a function or class as a job: ``@job`` or ``@job(queue="mailers", retry=5)``.
+
+    Options: ``queue``, ``retry`` (True = 25 tries, False, or a number), ``name`` (the
+    registered name, written as the payload's ``class``; default the dotted path),
+    ``retry_queue``, ``backtrace``, ``dead``, ``tags``; for functions also ``retry_in`` and
+    ``retries_exhausted`` hooks (classes define them as class methods).
+    """
+    retry_in = options.pop("retry_in", None)
+    retries_exhausted = options.pop("retries_exhausted", None)
+    payload_options = check_options(_payload_options(options))
+
+    def decorate(obj: Any) -> Any:
+        if isinstance(obj, type):
+            if retry_in or retries_exhausted:
+                raise TypeError("class jobs define retry_in/retries_exhausted as class methods")
+            return _class_job(obj, name, payload_options)
+        if not callable(obj):
+            raise TypeError(f"@job needs a function or a class, got {obj!r}")
+        job_name = name or f"{obj.__module__}.{obj.__qualname__}"
+        handle = FunctionJob(obj, job_name, payload_options, retry_in, retries_exhausted)
+        registry.register(job_name, handle)
+        return handle
+
+    return decorate(target) if target is not None else decorate
+
+
+def _class_job(cls: type, name: str | None, options: dict[str, Any]) -> type:
+    if issubclass(cls, Job):
+        cls.job_options = {**cls.job_options, **options}
+        if name and name != cls.job_name:
+            registry.unregister(cls.job_name)
+            cls.job_name = name
+            registry.register(name, cls)
+        return cls
+    namespace = {
+        "__module__": cls.__module__,
+        "__qualname__": cls.__qualname__,
+        "__doc__": cls.__doc__,
+    }
+    return type(cls.__name__, (cls, Job), namespace, name=name, **options)

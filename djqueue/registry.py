@@ -1,0 +1,65 @@
+"""The allow-list: which job names this process will run.
+
+A payload names its job by a string. Nothing is ever imported from that string: a job runs
+only if code in this process registered it (by decorating it), which keeps a writable Redis
+from becoming a way to run arbitrary code.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .errors import DuplicateJobName, UnknownJob
+
+_lock = threading.Lock()
+_jobs: dict[str, Any] = {}
+
+
+def register(name: str, definition: Any) -> None:
+    """Record ``definition`` under ``name``; a second, different job with that name is refused.
+
+    Registering the same object again (a module imported twice under one name) is allowed, and
+    so is a redefinition from the same module and qualified name (a reloaded module).
+    """
+    with _lock:
+        existing = _jobs.get(name)
+        if (
+            existing is not None
+            and existing is not definition
+            and _origin(existing) != _origin(definition)
+        ):
+            raise DuplicateJobName(
+                f"job name {name!r} is already registered by {_origin(existing)}; "
+                f"{_origin(definition)} needs another name (pass name=...)"
+            )
+        _jobs[name] = definition
+
+
+def _origin(definition: Any) -> str:
+    target = getattr(definition, "target", definition)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+
+
+def lookup(name: str) -> Any:
+    """The job registered as ``name``, or `UnknownJob`."""
+    try:
+        return _jobs[name]
+    except KeyError:
+        raise UnknownJob(
+            f"no job is registered as {name!r} in this process; import the module that "
+            f"defines it (worker: -r MODULE; Django: an app's jobs.py)"
+        ) from None
+
+
+def get(name: str) -> Any | None:
+    return _jobs.get(name)
+
+
+def names() -> list[str]:
+    return sorted(_jobs)
+
+
+def unregister(name: str) -> None:
+    with _lock:
+        _jobs.pop(name, None)

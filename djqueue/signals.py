@@ -1,0 +1,49 @@
+"""Signals sent by djqueue, for code that wants to watch jobs without writing middleware.
+
+All signals are blinker signals in one namespace. Connect with ``signal.connect(receiver)``;
+receivers are called with the sender first and keyword arguments after. Receivers that raise
+are not shielded: a failing ``job_enqueued`` receiver fails the push, as in blinker's design.
+
+=====================  ====================  ==============================================
+signal                 sender                keyword arguments
+=====================  ====================  ==============================================
+job_enqueued           the job's name        ``payload`` (dict as written to Redis)
+job_started            the job's name        ``payload``
+job_succeeded          the job's name        ``payload``, ``elapsed`` (float seconds)
+job_failed             the job's name        ``payload``, ``exception``, ``elapsed``
+job_retry_scheduled    the job's name        ``payload``, ``exception``, ``retry_at`` (epoch s)
+job_dead               the job's name        ``payload``, ``exception`` (None for bad data)
+worker_started         the worker's identity ``info`` (dict written to the process hash)
+worker_stopping        the worker's identity ``info``
+=====================  ====================  ==============================================
+
+``job_enqueued`` is sent by the client for each job written (scheduled ones included); the
+others by the worker runtime. ``job_failed`` is sent for every failed attempt, before it is
+decided whether the job is retried or dead.
+"""
+
+from __future__ import annotations
+
+from blinker import Namespace
+
+_signals = Namespace()
+
+job_enqueued = _signals.signal("job-enqueued")
+job_started = _signals.signal("job-started")
+job_succeeded = _signals.signal("job-succeeded")
+job_failed = _signals.signal("job-failed")
+job_retry_scheduled = _signals.signal("job-retry-scheduled")
+job_dead = _signals.signal("job-dead")
+worker_started = _signals.signal("worker-started")
+worker_stopping = _signals.signal("worker-stopping")
+
+__all__ = [
+    "job_enqueued",
+    "job_started",
+    "job_succeeded",
+    "job_failed",
+    "job_retry_scheduled",
+    "job_dead",
+    "worker_started",
+    "worker_stopping",
+]
