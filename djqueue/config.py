@@ -172,9 +172,9 @@ def configure(framework: Mapping[str, Any] | None = None, **overrides: Any) -> S
     arguments, which win over everything else.
     """
     global _settings, _framework
-    if framework is not None:
-        _framework = dict(framework)
-    _settings = Settings.build(framework=_framework, **overrides)
+    layer = dict(framework) if framework is not None else _framework
+    _settings = Settings.build(framework=layer, **overrides)
+    _framework = layer
     from . import connection
 
     connection.reset()
