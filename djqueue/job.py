@@ -136,6 +136,13 @@ class JobHandle:
 
         return execute_now(self._item(args))
 
+    @property
+    def jobs(self) -> Any:
+        """The jobs `djqueue.testing` recorded for this job in fake mode (a live list)."""
+        from .testing import jobs_for
+
+        return jobs_for(self.job_name)
+
 
 class FunctionJob(JobHandle):
     """What ``@job`` returns for a function: the function itself, plus the push methods."""
@@ -224,6 +231,7 @@ class Job:
     perform_bulk = _ClassHandle("perform_bulk")
     perform_now = _ClassHandle("perform_now")
     set = _ClassHandle("set")
+    jobs = _ClassHandle("jobs")
 
     def __init_subclass__(
         cls, abstract: bool = False, name: str | None = None, **options: Any
