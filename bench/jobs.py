@@ -1,0 +1,42 @@
+"""The djqueue jobs the worker benchmark runs (loaded with ``djqueue worker -r bench.jobs``)."""
+
+from __future__ import annotations
+
+import time
+
+import redis
+
+from djqueue import job
+from djqueue.config import get_settings
+
+_redis: redis.Redis | None = None
+
+
+def _r() -> redis.Redis:
+    """A separate connection for recording results, so they do not touch djqueue's pool."""
+    global _redis
+    if _redis is None:
+        _redis = redis.Redis.from_url(get_settings().redis_url)
+    return _redis
+
+
+@job(name="bench.noop", retry=False)
+def noop(index: int) -> None:
+    pass
+
+
+@job(name="bench.sleep", retry=False)
+def sleep(index: int) -> None:
+    time.sleep(0.010)
+
+
+@job(name="bench.mark", retry=False)
+def mark(key: str) -> None:
+    """Record when it ran: the first job of a drain run marks the start of the clock."""
+    _r().set(key, repr(time.time()))
+
+
+@job(name="bench.probe", retry=False)
+def probe(key: str, expected_at: float) -> None:
+    """Record how long after ``expected_at`` (push time or due time) the job started."""
+    _r().rpush(key, repr(time.time() - expected_at))
