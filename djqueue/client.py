@@ -1,13 +1,16 @@
 """The client: turns a job item into Sidekiq-format JSON and writes it to Redis.
 
-``push`` costs one Redis round trip: a Lua script adds the queue to ``queues`` and LPUSHes the
-job atomically, or one ZADD for a scheduled job. ``push_bulk`` writes up to ``batch_size`` jobs
-per round trip. Any other codebase that speaks Sidekiq's format can run what this writes.
+``push`` costs one Redis round trip: a Lua script (``lua/push.lua``) adds the queue to ``queues``
+and LPUSHes the job, or ZADDs it to ``schedule``, atomically. ``push_bulk`` writes up to
+``batch_size`` jobs per round trip, with the same script. Any other codebase that speaks
+Sidekiq's format can run what this writes.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import redis
@@ -52,11 +55,8 @@ class Client:
 
     def push(self, item: dict[str, Any]) -> str | None:
         """Write one job; returns its jid, or None if a client middleware stopped it."""
-        pushed = self._through_middleware(self.normalize(item))
-        if not pushed:
-            return None
-        self.raw_push([pushed])
-        return pushed["jid"]
+        payload = self.normalize(item)
+        return payload["jid"] if self._through_middleware(payload) else None
 
     def push_bulk(self, item: dict[str, Any], batch_size: int = 1000) -> list[str]:
         """Write one job per entry of ``item["args"]`` (a list of argument lists).
@@ -79,22 +79,47 @@ class Client:
             when = at[index] if isinstance(at, list) else at
             if when is not None:
                 one["at"] = when
-            payloads.append(self.normalize(one))
+            try:
+                payloads.append(self.normalize(one))
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"push_bulk job #{index}: {exc}") from None
         jids: list[str] = []
         for start in range(0, len(payloads), batch_size):
-            kept = []
-            for payload in payloads[start : start + batch_size]:
-                pushed = self._through_middleware(payload)
-                if pushed:
-                    kept.append(pushed)
-            if kept:
-                self.raw_push(kept)
-                jids.extend(p["jid"] for p in kept)
+            with batched():
+                for payload in payloads[start : start + batch_size]:
+                    if self._through_middleware(payload):
+                        jids.append(payload["jid"])
         return jids
 
-    def _through_middleware(self, payload: Payload) -> Payload | None:
-        """The payload to write, or None when a middleware stopped the push."""
-        return self.middleware.invoke(payload["class"], payload, payload["queue"], lambda: payload)
+    def _through_middleware(self, payload: Payload) -> bool:
+        """Run the chain around the write; True if the job was written or held for later.
+
+        A push goes ahead when the chain reached its end, whatever the middleware returned: a
+        middleware that calls ``call_next()`` but forgets to return its value still pushes.
+        A middleware may also hold the write back (the Django app does, until the transaction
+        commits): it keeps ``call_next``, calls it later, and returns the payload now, so the
+        caller gets the jid at once.
+        """
+        if not len(self.middleware):
+            self._write(payload)
+            return True
+        reached = False
+
+        def final() -> Payload:
+            nonlocal reached
+            reached = True
+            self._write(payload)
+            return payload
+
+        result = self.middleware.invoke(payload["class"], payload, payload["queue"], final)
+        return reached or result is payload
+
+    def _write(self, payload: Payload) -> None:
+        pending = getattr(_batch, "pending", None)
+        if pending is None:
+            self.raw_push([payload])
+        else:
+            pending.setdefault(self, []).append(payload)
 
     def normalize(self, item: dict[str, Any]) -> Payload:
         """Check the item and fill in Sidekiq's fields (jid, created_at, queue, retry)."""
@@ -126,36 +151,60 @@ class Client:
     def raw_push(self, payloads: list[Payload]) -> None:
         """Write normalised payloads; due jobs to their queues, future ones to ``schedule``.
 
-        The testing helpers replace this method to capture jobs instead of writing them.
+        One EVALSHA of ``lua/push.lua`` whatever the mix of queues and times, so a batch is
+        written whole or not at all. The testing helpers replace this method to capture jobs
+        instead of writing them.
         """
         t = now()
-        scheduled: list[tuple[str, float]] = []
-        queued: dict[str, list[str]] = defaultdict(list)
+        scheduled: list[Any] = []
+        queued: dict[str, list[str]] = {}
         for payload in payloads:
             at = payload.pop("at", None)
             if at is not None and at > t:
                 payload.pop("enqueued_at", None)
-                scheduled.append((dumps(payload), float(at)))
+                scheduled += (float(at), dumps(payload))
             else:
                 payload["enqueued_at"] = t
-                queued[payload["queue"]].append(dumps(payload))
+                queue = payload["queue"]
+                if queue in queued:
+                    queued[queue].append(dumps(payload))
+                else:
+                    queued[queue] = [dumps(payload)]
+        keys = [self.keys.queues, self.keys.schedule]
+        args: list[Any] = [len(queued)]
+        jsons: list[str] = []
+        for queue, items in queued.items():
+            keys.append(self.keys.queue(queue))
+            args += (queue, len(items))
+            jsons += items
         with connection.translate_errors(self.settings):
-            if len(queued) == 1 and not scheduled:
-                ((queue, jsons),) = queued.items()
-                _push_script(
-                    self.redis, [self.keys.queues, self.keys.queue(queue)], [queue, *jsons]
-                )
-            else:
-                pipe = self.redis.pipeline(transaction=True)
-                for queue, jsons in queued.items():
-                    pipe.sadd(self.keys.queues, queue)
-                    pipe.lpush(self.keys.queue(queue), *jsons)
-                if scheduled:
-                    pipe.zadd(self.keys.schedule, dict(scheduled))
-                pipe.execute()
+            _push_script(self.redis, keys, [*args, *jsons, *scheduled])
         if job_enqueued.receivers:
             for payload in payloads:
                 job_enqueued.send(payload["class"], payload=payload)
+
+
+_batch = threading.local()
+
+
+@contextmanager
+def batched() -> Iterator[None]:
+    """Write the jobs pushed by this thread inside the block together when it ends: one round
+    trip per client instead of one per job. Nested blocks join the outermost one; if the block
+    raises, none of its jobs is written. ``push_bulk`` uses it per batch, and the Django app
+    for the jobs held until a transaction commits.
+    """
+    if getattr(_batch, "pending", None) is not None:
+        yield
+        return
+    _batch.pending = {}
+    try:
+        yield
+        pending: dict[Client, list[Payload]] = _batch.pending
+    finally:
+        _batch.pending = None
+    for client, payloads in pending.items():
+        client.raw_push(payloads)
 
 
 _default: tuple[Settings, Client] | None = None

@@ -98,7 +98,10 @@ def _sentinel_client(settings: Settings, options: dict[str, Any]) -> redis.Redis
         "username": unquote(parts.username) if parts.username else None,
         "password": unquote(parts.password) if parts.password else None,
     }
-    sentinel_kwargs = {k: v for k, v in auth.items() if v} if "sentinel_auth" in query else {}
+    # Sentinels get the socket timeouts too: an empty dict here would leave them with none.
+    sentinel_kwargs = {k: v for k, v in options.items() if k.startswith("socket_")}
+    if "sentinel_auth" in query:
+        sentinel_kwargs.update({k: v for k, v in auth.items() if v})
     if parts.scheme.startswith("rediss"):
         options["ssl"] = True
     sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_kwargs, **options)

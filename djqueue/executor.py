@@ -11,6 +11,7 @@ import contextvars
 from typing import Any
 
 from . import registry
+from .config import get_settings
 from .middleware import Chain, server_middleware
 from .payload import Payload, check_json_args, new_jid, now
 
@@ -47,7 +48,7 @@ def run(payload: Payload, queue: str | None = None, middleware: Chain | None = N
 def execute_now(item: dict[str, Any]) -> Any:
     """Build a payload as the client would, without writing it, and run it here."""
     check_json_args(item["args"])
-    payload: Payload = {"retry": True, "queue": "default", **item}
+    payload: Payload = {"retry": True, "queue": get_settings().default_queue, **item}
     payload.setdefault("jid", new_jid())
     payload.setdefault("created_at", now())
     payload["enqueued_at"] = payload["created_at"]

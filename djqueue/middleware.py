@@ -65,7 +65,8 @@ class Chain:
         return klass in self
 
     def add(self, klass: Any, *args: Any, **kwargs: Any) -> None:
-        """Append ``klass``; if it is already there, it is replaced in place (as in Sidekiq)."""
+        """Append ``klass``; if it is already there, it moves to the end with the new arguments
+        (as in Sidekiq)."""
         with self._lock:
             entries = [e for e in self._entries if e.klass is not klass]
             entries.append(_Entry(klass, args, kwargs))
