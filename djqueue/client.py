@@ -207,6 +207,12 @@ def batched() -> Iterator[None]:
         client.raw_push(payloads)
 
 
+def current_batch() -> object | None:
+    """A token for the `batched` block open in this thread (None outside one): integrations
+    that hold writes back use it to keep one batch's jobs together."""
+    return getattr(_batch, "pending", None)
+
+
 _default: tuple[Settings, Client] | None = None
 
 
