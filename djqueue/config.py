@@ -76,9 +76,10 @@ class Settings:
                 values[name] = value
         if "queues" in values:
             values["queues"] = parse_queues(values["queues"])
-        for name in ("sentinels", "labels"):
-            if name in values and values[name] is not None:
-                values[name] = tuple(tuple(v) if isinstance(v, list) else v for v in values[name])
+        if isinstance(values.get("labels"), (list, tuple)):
+            values["labels"] = tuple(values["labels"])
+        if isinstance(values.get("sentinels"), (list, tuple)):
+            values["sentinels"] = tuple(_sentinel_address(v) for v in values["sentinels"])
         return cls(**values)
 
     def replace(self, **changes: Any) -> Settings:
@@ -119,6 +120,18 @@ def parse_queues(value: Any) -> tuple[tuple[str, int], ...]:
     return tuple(result)
 
 
+def _sentinel_address(value: Any) -> Any:
+    """``("host", 26379)``, ``["host", 26379]`` or ``"host:26379"`` (from an environment or a
+    settings file) all become a tuple; anything else is left for validation to name."""
+    if isinstance(value, list):
+        return tuple(value)
+    if isinstance(value, str):
+        host, _, port = value.rpartition(":")
+        if host and port.isdigit():
+            return (host, int(port))
+    return value
+
+
 def redact_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
@@ -154,8 +167,28 @@ def _validate(s: Settings) -> None:
         value = getattr(s, name)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             raise ConfigurationError(name, f"must be a number of seconds > 0, got {value!r}")
+    if s.max_connections is not None and (
+        not isinstance(s.max_connections, int)
+        or isinstance(s.max_connections, bool)
+        or s.max_connections < 1
+    ):
+        raise ConfigurationError(
+            "max_connections", f"must be a positive integer or None, got {s.max_connections!r}"
+        )
+    for name in ("tag", "sentinel_master"):
+        if not isinstance(getattr(s, name), str):
+            raise ConfigurationError(name, f"must be a string, got {getattr(s, name)!r}")
+    if not isinstance(s.labels, tuple) or not all(isinstance(x, str) for x in s.labels):
+        raise ConfigurationError("labels", f"must be a list of strings, got {s.labels!r}")
+    if not isinstance(s.sentinels, tuple):
+        raise ConfigurationError("sentinels", f"expected [(host, port), ...], got {s.sentinels!r}")
     for host_port in s.sentinels:
-        if len(host_port) != 2 or not isinstance(host_port[1], int):
+        if (
+            not isinstance(host_port, tuple)
+            or len(host_port) != 2
+            or not isinstance(host_port[0], str)
+            or not isinstance(host_port[1], int)
+        ):
             raise ConfigurationError("sentinels", f"expected (host, port), got {host_port!r}")
     if s.sentinels and not s.sentinel_master:
         raise ConfigurationError("sentinel_master", "is required when sentinels are given")
