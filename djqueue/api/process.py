@@ -1,0 +1,226 @@
+"""Worker processes, as their heartbeats describe them, and remote quiet / stop.
+
+Each worker keeps its identity in the ``processes`` set and a hash under its identity that
+expires 60 s after the last beat. A member whose hash has expired is a process that died
+without cleaning up; `ProcessSet` prunes such members as Sidekiq does, at most once a minute
+across all readers (the ``process_cleanup`` key, Sidekiq 7's). Signals are not sent to the
+process directly: they are pushed onto ``IDENTITY-signals``, which its heartbeat pops.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import redis
+
+from ..config import Settings
+from ..payload import to_seconds
+from .base import ApiObject, integer, text
+
+#: The fields of the process hash, besides ``info``, that a process listing shows.
+FIELDS = ("info", "busy", "beat", "quiet", "rss", "rtt_us", "concurrency")
+
+SIGNALS = ("TSTP", "TERM", "TTIN")
+
+
+class Process(ApiObject):
+    """One live worker process: its ``info`` plus the figures of its last heartbeat."""
+
+    def __init__(
+        self,
+        info: dict[str, Any],
+        fields: dict[str, Any],
+        settings: Settings | None = None,
+        redis_client: redis.Redis | None = None,
+    ) -> None:
+        super().__init__(settings, redis_client)
+        self.info = info
+        self.identity: str = str(info.get("identity") or fields.get("identity") or "")
+        self.busy = integer(fields.get("busy"))
+        self.beat = to_seconds(text(fields.get("beat")) or None)
+        self.quiet = text(fields.get("quiet")) == "true"
+        self.rss = integer(fields.get("rss"))
+        self.rtt_us = integer(fields.get("rtt_us"))
+        self._concurrency = fields.get("concurrency")
+
+    def __repr__(self) -> str:
+        return f"<Process {self.identity} busy={self.busy}>"
+
+    def __getitem__(self, name: str) -> Any:
+        return self.info.get(name)
+
+    @property
+    def hostname(self) -> str:
+        return str(self.info.get("hostname", ""))
+
+    @property
+    def pid(self) -> int:
+        return integer(self.info.get("pid"))
+
+    @property
+    def tag(self) -> str:
+        return str(self.info.get("tag") or "")
+
+    @property
+    def labels(self) -> list[str]:
+        labels = self.info.get("labels")
+        return [str(x) for x in labels] if isinstance(labels, list) else []
+
+    @property
+    def queues(self) -> list[str]:
+        queues = self.info.get("queues")
+        return [str(q) for q in queues] if isinstance(queues, list) else []
+
+    @property
+    def weights(self) -> dict[str, int]:
+        """Queue weights (Sidekiq 7+ writes them; empty for older writers)."""
+        weights = self.info.get("weights")
+        if isinstance(weights, list):  # 7.x writes a list with one hash per capsule
+            merged: dict[str, int] = {}
+            for part in weights:
+                if isinstance(part, dict):
+                    merged.update(part)
+            return merged
+        return dict(weights) if isinstance(weights, dict) else {}
+
+    @property
+    def concurrency(self) -> int:
+        """Threads; the hash field (Sidekiq 8.1.3+) wins over ``info``."""
+        return integer(self._concurrency, integer(self.info.get("concurrency")))
+
+    @property
+    def started_at(self) -> float | None:
+        return to_seconds(self.info.get("started_at"))
+
+    @property
+    def version(self) -> str:
+        return str(self.info.get("version") or "")
+
+    @property
+    def stopping(self) -> bool:
+        """True once the process is quiet: it takes no new jobs and is about to stop."""
+        return self.quiet
+
+    def signal(self, name: str) -> None:
+        """Ask the process to act on ``TSTP`` (quiet), ``TERM`` (stop) or ``TTIN`` (dump)."""
+        if name not in SIGNALS:
+            raise ValueError(f"unknown signal {name!r}; expected one of {', '.join(SIGNALS)}")
+        key = self.keys.signals(self.identity)
+
+        def run() -> None:
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.lpush(key, name)
+            pipe.expire(key, 60)
+            pipe.execute()
+
+        self._call(run)
+
+    def quiet_down(self) -> None:
+        """Stop taking new jobs; running ones finish (TSTP)."""
+        self.signal("TSTP")
+
+    def stop(self) -> None:
+        """Shut down: finish or requeue running jobs within the timeout, then exit (TERM)."""
+        self.signal("TERM")
+
+    def dump_threads(self) -> None:
+        """Log every thread's stack (TTIN)."""
+        self.signal("TTIN")
+
+
+class ProcessSet(ApiObject):
+    """The live processes, sorted by identity; built with ``clean=True`` it prunes dead ones."""
+
+    def __init__(
+        self,
+        clean: bool = True,
+        settings: Settings | None = None,
+        redis_client: redis.Redis | None = None,
+    ) -> None:
+        super().__init__(settings, redis_client)
+        if clean:
+            self.cleanup(force=False)
+
+    def _identities(self) -> list[str]:
+        return sorted(text(m) for m in self._call(lambda: self.redis.smembers(self.keys.processes)))
+
+    def cleanup(self, force: bool = True) -> int:
+        """Remove members whose hash has no ``info`` (their heartbeat expired); returns how
+        many. Unless ``force``, runs only if no reader did so in the last 60 seconds."""
+        lock = self.keys.prefix + "process_cleanup"
+        if not force and not self._call(lambda: self.redis.set(lock, "1", nx=True, ex=60)):
+            return 0
+        identities = self._identities()
+        if not identities:
+            return 0
+
+        def infos() -> list[Any]:
+            pipe = self.redis.pipeline(transaction=False)
+            for identity in identities:
+                pipe.hget(self.keys.process(identity), "info")
+            return pipe.execute()
+
+        dead = [i for i, info in zip(identities, self._call(infos), strict=False) if info is None]
+        if not dead:
+            return 0
+        return int(self._call(lambda: self.redis.srem(self.keys.processes, *dead)))
+
+    def __iter__(self) -> Iterator[Process]:
+        return iter(self.processes())
+
+    def processes(self) -> list[Process]:
+        """Every process with a live heartbeat, in one pipelined round trip after the listing."""
+        identities = self._identities()
+        if not identities:
+            return []
+
+        def fetch() -> list[Any]:
+            pipe = self.redis.pipeline(transaction=False)
+            for identity in identities:
+                pipe.hmget(self.keys.process(identity), FIELDS)
+            return pipe.execute()
+
+        result = []
+        for identity, values in zip(identities, self._call(fetch), strict=False):
+            fields = dict(zip(FIELDS, values, strict=False))
+            if fields["info"] is None:  # stopped between the listing and now
+                continue
+            try:
+                info = json.loads(text(fields["info"]))
+            except ValueError:
+                info = {}
+            if not isinstance(info, dict):
+                info = {}
+            info.setdefault("identity", identity)
+            result.append(Process(info, fields, **self._context()))
+        return result
+
+    def get(self, identity: str) -> Process | None:
+        return next((p for p in self.processes() if p.identity == identity), None)
+
+    @property
+    def size(self) -> int:
+        """Members of ``processes`` (not checked against heartbeats, like Sidekiq's)."""
+        return int(self._call(lambda: self.redis.scard(self.keys.processes)))
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def total_concurrency(self) -> int:
+        return sum(p.concurrency for p in self.processes())
+
+    @property
+    def total_rss(self) -> int:
+        """Kilobytes, summed over live processes."""
+        return sum(p.rss for p in self.processes())
+
+    def quiet_all(self) -> None:
+        for process in self.processes():
+            process.quiet_down()
+
+    def stop_all(self) -> None:
+        for process in self.processes():
+            process.stop()

@@ -1,0 +1,123 @@
+"""A queue (``queue:NAME``, a Redis list): size, latency, listing, find by jid, delete, clear.
+
+Clients LPUSH, so index 0 is the newest job and the right end is the next one a worker takes.
+Latency is the age of that oldest job, as Sidekiq measures it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import redis
+
+from ..config import Settings
+from ..scripts import Script
+from .base import ApiObject, text
+from .record import JobRecord
+
+_find_jid = Script("djqueue.api", "find_jid")
+
+#: Most candidates the find-by-jid script returns; a jid in more args than this is unheard of.
+FIND_LIMIT = 50
+
+
+class Queue(ApiObject):
+    """``Queue("mailers")``; ``Queue.all()`` lists every queue that has had jobs."""
+
+    def __init__(
+        self,
+        name: str = "default",
+        settings: Settings | None = None,
+        redis_client: redis.Redis | None = None,
+    ) -> None:
+        super().__init__(settings, redis_client)
+        self.name = name
+        self.key = self.keys.queue(name)
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.name}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Queue) and (other.name, other.key) == (self.name, self.key)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    @classmethod
+    def all(
+        cls, settings: Settings | None = None, redis_client: redis.Redis | None = None
+    ) -> list[Queue]:
+        """Every queue named in the ``queues`` set, sorted by name."""
+        probe = ApiObject(settings, redis_client)
+        names = probe._call(lambda: probe.redis.smembers(probe.keys.queues))
+        return [cls(name, **probe._context()) for name in sorted(text(n) for n in names)]
+
+    @property
+    def size(self) -> int:
+        return int(self._call(lambda: self.redis.llen(self.key)))
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def latency(self) -> float:
+        """Seconds the oldest job has been waiting; 0 for an empty queue."""
+        raw = self._call(lambda: self.redis.lindex(self.key, -1))
+        if raw is None:
+            return 0.0
+        enqueued = JobRecord(raw, self).enqueued_at
+        return max(0.0, time.time() - enqueued) if enqueued else 0.0
+
+    def jobs(self, offset: int = 0, limit: int = 25, newest_first: bool = True) -> list[JobRecord]:
+        """One page of jobs; ``newest_first=False`` starts with the next job a worker takes."""
+        if offset < 0 or limit < 1:
+            raise ValueError("offset must be >= 0 and limit >= 1")
+        if newest_first:
+            raws = self._call(lambda: self.redis.lrange(self.key, offset, offset + limit - 1))
+        else:
+            raws = self._call(lambda: self.redis.lrange(self.key, -(offset + limit), -(offset + 1)))
+            raws.reverse()
+        return [JobRecord(raw, self) for raw in raws]
+
+    def __iter__(self) -> Iterator[JobRecord]:
+        """Every job, newest first, a page at a time.
+
+        Deleting the yielded record while iterating is fine: the next page start moves back by
+        what the queue lost, so nothing is skipped (a job may be seen twice instead).
+        """
+        start, page_size = 0, 100
+        while True:
+            size_before = self.size
+            page = self.jobs(start, page_size)
+            if not page:
+                return
+            yield from page
+            start += len(page) - max(0, size_before - self.size)
+
+    def find_job(self, jid: str) -> JobRecord | None:
+        """The job with this jid, found by one script call inside Redis."""
+        found = self._call(lambda: _find_jid(self.redis, [self.key], [jid, "list", FIND_LIMIT]))
+        for raw in found[::2]:
+            record = JobRecord(raw, self)
+            if record.jid == jid:
+                return record
+        return None
+
+    def delete_record(self, record: JobRecord) -> bool:
+        """Remove one job by its exact stored value (what `JobRecord.delete` calls)."""
+        raw: Any = record.raw
+        return bool(self._call(lambda: self.redis.lrem(self.key, 1, raw)))
+
+    def clear(self) -> int:
+        """Delete the queue and forget its name; returns how many jobs it held."""
+
+        def run() -> int:
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.llen(self.key)
+            pipe.unlink(self.key)
+            pipe.srem(self.keys.queues, self.name)
+            return int(pipe.execute()[0])
+
+        return self._call(run)

@@ -1,0 +1,288 @@
+"""The three sorted sets of jobs: ``schedule``, ``retry`` and ``dead``.
+
+Each member is job JSON and the score is epoch float seconds: when the job runs (schedule,
+retry) or when it died (dead). Moving an entry to a queue or to the dead set is one Lua call
+that removes the member and writes it elsewhere together, so two admins clicking at once, or
+an admin racing the poller, cannot push a job twice, and no crash can lose it in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+import redis
+
+from ..config import Settings
+from ..middleware import client_middleware
+from ..payload import Payload, dumps, now
+from ..scripts import Script
+from .base import ApiObject
+from .queue import FIND_LIMIT
+from .record import SortedEntry
+
+_find_jid = Script("djqueue.api", "find_jid")
+_requeue = Script("djqueue.api", "requeue")
+_kill = Script("djqueue.api", "kill")
+
+#: Entries handled per Redis call by the "all" actions.
+BATCH = 100
+
+_GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "*?[]\\"})
+
+
+class SortedSet(ApiObject):
+    """What the three sets share. Use `ScheduledSet`, `RetrySet` or `DeadSet`."""
+
+    #: The attribute of `djqueue.keys.Keys` naming the set.
+    kind: ClassVar[str] = ""
+    #: The order of `jobs` when not given: dead jobs newest first, the others soonest first.
+    newest_first: ClassVar[bool] = False
+
+    def __init__(
+        self, settings: Settings | None = None, redis_client: redis.Redis | None = None
+    ) -> None:
+        super().__init__(settings, redis_client)
+        self.name = self.kind
+        self.key: str = getattr(self.keys, self.kind)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.key}>"
+
+    @property
+    def size(self) -> int:
+        return int(self._call(lambda: self.redis.zcard(self.key)))
+
+    def __len__(self) -> int:
+        return self.size
+
+    def destination(self, item: Payload) -> str:
+        """The queue an entry goes to when retried or added to its queue."""
+        queue = item.get("queue")
+        return queue if isinstance(queue, str) and queue else self.settings.default_queue
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def jobs(
+        self, offset: int = 0, limit: int = 25, newest_first: bool | None = None
+    ) -> list[SortedEntry]:
+        """One page, ordered by score (highest first when ``newest_first``)."""
+        if offset < 0 or limit < 1:
+            raise ValueError("offset must be >= 0 and limit >= 1")
+        desc = self.newest_first if newest_first is None else newest_first
+        rows = self._call(
+            lambda: self.redis.zrange(
+                self.key, offset, offset + limit - 1, desc=desc, withscores=True
+            )
+        )
+        return self._entries(rows)
+
+    def _entries(self, rows: Any) -> list[SortedEntry]:
+        """Entries from redis-py's ``(member, score)`` pairs."""
+        return [SortedEntry(member, score, self) for member, score in rows]
+
+    def _slice(self, start: int, end: int) -> list[SortedEntry]:
+        return self._entries(
+            self._call(lambda: self.redis.zrange(self.key, start, end, withscores=True))
+        )
+
+    def __iter__(self) -> Iterator[SortedEntry]:
+        """Every entry, highest score first, a page at a time.
+
+        Pages are taken from the high end, counted from the end, so entries leaving the low end
+        (the poller moving due jobs) or the yielded entry being deleted skip nothing.
+        """
+        kept = 0
+        while True:
+            size_before = self.size
+            page = self._slice(-(kept + BATCH), -(kept + 1))
+            if not page:
+                return
+            yield from reversed(page)
+            kept += len(page) - max(0, size_before - self.size)
+
+    def scan(self, text: str, count: int = 100) -> Iterator[SortedEntry]:
+        """Entries whose JSON contains ``text`` (a plain substring), without blocking Redis."""
+        pattern = f"*{text.translate(_GLOB_SPECIAL)}*"
+        rows: Any = self.redis.zscan_iter(self.key, match=pattern, count=count)
+        for member, score in rows:
+            yield SortedEntry(member, score, self)
+
+    def find_job(self, jid: str) -> SortedEntry | None:
+        """The entry with this jid, found by one script call inside Redis."""
+        found = self._call(lambda: _find_jid(self.redis, [self.key], [jid, "zset", FIND_LIMIT]))
+        for index in range(0, len(found), 2):
+            entry = SortedEntry(found[index], float(found[index + 1]), self)
+            if entry.jid == jid:
+                return entry
+        return None
+
+    def fetch(self, score: float, jid: str | None = None) -> list[SortedEntry]:
+        """The entries with exactly this score (and this jid, if given)."""
+        bound = repr(float(score))
+        rows = self._call(
+            lambda: self.redis.zrange(self.key, bound, bound, byscore=True, withscores=True)
+        )
+        entries = self._entries(rows)
+        return [e for e in entries if jid is None or e.jid == jid]
+
+    def entry(self, key: str) -> SortedEntry | None:
+        """The entry named by `SortedEntry.key` (``"SCORE-JID"``), or None if it has gone."""
+        score_text, _, jid = key.rpartition("-")
+        try:
+            score = float(score_text)
+        except ValueError:
+            return None
+        found = self.fetch(score, jid or None)
+        return found[0] if found else None
+
+    # -- changing -----------------------------------------------------------------------------
+
+    def delete_entries(self, entries: list[SortedEntry]) -> int:
+        """Remove entries by their stored value; returns how many were still there."""
+        if not entries:
+            return 0
+        return int(self._call(lambda: self.redis.zrem(self.key, *[e.raw for e in entries])))
+
+    def delete_by_jid(self, score: float, jid: str) -> bool:
+        return self.delete_entries(self.fetch(score, jid)) > 0
+
+    def requeue(self, entries: list[SortedEntry], decrement: bool = False) -> int:
+        """Push entries to their queues now, through the client middleware.
+
+        ``decrement`` lowers ``retry_count`` by one (Sidekiq's "retry now"), so the failure
+        after a manual retry records the count the job already had. Entries that are not job
+        JSON, and those a middleware stops, stay where they are. Returns how many moved.
+        """
+        keys = [self.key, self.keys.queues]
+        args: list[Any] = []
+        for entry in entries:
+            if entry.is_malformed or not entry.job_name:
+                continue
+            payload = dict(entry.item)
+            queue = self.destination(payload)
+            count = payload.get("retry_count")
+            if decrement and isinstance(count, int) and not isinstance(count, bool):
+                payload["retry_count"] = count - 1
+            payload["queue"] = queue
+            payload.pop("at", None)
+            pushed = client_middleware.invoke(payload["class"], payload, queue, _same(payload))
+            if not pushed:
+                continue
+            pushed["enqueued_at"] = now()
+            keys.append(self.keys.queue(pushed["queue"]))
+            args += [entry.raw, pushed["queue"], dumps(pushed)]
+        if not args:
+            return 0
+        return int(self._call(lambda: _requeue(self.redis, keys, args)))
+
+    def kill_entries(self, entries: list[SortedEntry]) -> int:
+        """Move entries to the dead set, which is then trimmed; returns how many moved."""
+        if not entries:
+            return 0
+        t = now()
+        args = [repr(t), repr(t - self.settings.dead_timeout), self.settings.dead_max_jobs]
+        args += [e.raw for e in entries]
+        return int(self._call(lambda: _kill(self.redis, [self.key, self.keys.dead], args)))
+
+    def clear(self) -> int:
+        """Delete every entry; returns how many there were."""
+
+        def run() -> int:
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.zcard(self.key)
+            pipe.unlink(self.key)
+            return int(pipe.execute()[0])
+
+        return self._call(run)
+
+    def _each_batch(self, action: Callable[[list[SortedEntry]], int]) -> int:
+        """Apply ``action`` (which returns how many entries it removed) to every entry.
+
+        Works from the high end like `__iter__`; an entry the action leaves (bad JSON, stopped
+        by middleware) is stepped over, so the loop ends even when some cannot move.
+        """
+        total = kept = 0
+        while True:
+            page = self._slice(-(kept + BATCH), -(kept + 1))
+            if not page:
+                return total
+            moved = action(page)
+            total += moved
+            kept += len(page) - moved
+
+
+def _same(payload: Payload) -> Callable[[], Payload]:
+    """The end of the client middleware chain: the payload, as it was left."""
+    return lambda: payload
+
+
+class ScheduledSet(SortedSet):
+    """Jobs pushed with ``perform_in`` / ``perform_at``, waiting for their time."""
+
+    kind = "schedule"
+
+    def add_all_to_queue(self) -> int:
+        """Push every scheduled job to its queue now; returns how many moved."""
+        return self._each_batch(lambda page: self.requeue(page))
+
+
+class _Failed(SortedSet):
+    """Failed jobs go back to ``retry_queue`` when the job set one."""
+
+    def destination(self, item: Payload) -> str:
+        retry_queue = item.get("retry_queue")
+        if isinstance(retry_queue, str) and retry_queue:
+            return retry_queue
+        return super().destination(item)
+
+    def retry_all(self) -> int:
+        """Retry every entry now (each as `SortedEntry.retry`); returns how many moved."""
+        return self._each_batch(lambda page: self.requeue(page, decrement=True))
+
+
+class RetrySet(_Failed):
+    """Jobs that failed and will be tried again at their score."""
+
+    kind = "retry"
+
+    def kill_all(self) -> int:
+        """Move every entry to the dead set; returns how many moved."""
+        return self._each_batch(self.kill_entries)
+
+
+class DeadSet(_Failed):
+    """Jobs that ran out of retries (or were killed), newest first."""
+
+    kind = "dead"
+    newest_first = True
+
+    def kill_entries(self, entries: list[SortedEntry]) -> int:
+        raise ValueError("these jobs are already dead")
+
+    def kill(self, job: Payload | str | bytes) -> None:
+        """Add a job (a payload or its JSON) to the dead set now, then trim the set."""
+        member: Any = dumps(job) if isinstance(job, dict) else job
+        t = now()
+
+        def run() -> None:
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.zadd(self.key, {member: t})
+            self._trim(pipe, t)
+            pipe.execute()
+
+        self._call(run)
+
+    def trim(self) -> None:
+        """Drop jobs older than ``dead_timeout`` and all but the newest ``dead_max_jobs``."""
+
+        def run() -> None:
+            pipe = self.redis.pipeline(transaction=True)
+            self._trim(pipe, now())
+            pipe.execute()
+
+        self._call(run)
+
+    def _trim(self, pipe: Any, t: float) -> None:
+        pipe.zremrangebyscore(self.key, "-inf", f"({t - self.settings.dead_timeout!r}")
+        pipe.zremrangebyrank(self.key, 0, -(self.settings.dead_max_jobs + 1))

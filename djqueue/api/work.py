@@ -1,0 +1,100 @@
+"""Busy work: the jobs running right now, across every process.
+
+Each process rewrites ``IDENTITY:work`` (thread id -> JSON with ``queue``, ``payload`` as a JSON
+string, and ``run_at``) on every heartbeat. Sidekiq 6.4.1 names that hash ``IDENTITY:workers``;
+both are read, so work reported by such a process shows too. The data is as fresh as the last
+beat, and a process that died without cleaning up is skipped once its hash expires.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ..payload import to_seconds
+from .base import ApiObject, integer, text
+from .record import JobRecord
+
+
+class Work:
+    """One running job: the process and thread running it, its queue, payload and start."""
+
+    def __init__(self, process: str, thread_id: str, data: dict[str, Any]) -> None:
+        self.process = process
+        self.thread_id = thread_id
+        self.queue: str = str(data.get("queue") or "")
+        payload = data.get("payload")
+        self.payload = JobRecord(payload if isinstance(payload, str) else json.dumps(payload))
+        self.run_at = to_seconds(data.get("run_at"))
+
+    def __repr__(self) -> str:
+        return f"<Work {self.process} {self.thread_id} {self.payload.job_name}>"
+
+    @property
+    def jid(self) -> str | None:
+        return self.payload.jid
+
+    @property
+    def job_name(self) -> str:
+        return self.payload.job_name
+
+
+class WorkSet(ApiObject):
+    """Every running job, oldest start first."""
+
+    def __iter__(self) -> Iterator[Work]:
+        return iter(self.work())
+
+    def work(self) -> list[Work]:
+        identities = sorted(
+            text(m) for m in self._call(lambda: self.redis.smembers(self.keys.processes))
+        )
+        if not identities:
+            return []
+
+        def fetch() -> list[Any]:
+            pipe = self.redis.pipeline(transaction=False)
+            for identity in identities:
+                pipe.exists(self.keys.process(identity))
+                pipe.hgetall(self.keys.work(identity))
+                pipe.hgetall(self.keys.workers(identity))
+            return pipe.execute()
+
+        replies = self._call(fetch)
+        found = []
+        for n, identity in enumerate(identities):
+            alive, work, workers = replies[3 * n : 3 * n + 3]
+            if not alive:
+                continue
+            for thread_id, raw in (work or workers).items():
+                try:
+                    data = json.loads(text(raw))
+                except ValueError:
+                    continue
+                if isinstance(data, dict):
+                    found.append(Work(identity, text(thread_id), data))
+        found.sort(key=lambda w: w.run_at or 0.0)
+        return found
+
+    @property
+    def size(self) -> int:
+        """Busy threads as the processes last reported them (the sum of their ``busy``)."""
+        identities = self._call(lambda: self.redis.smembers(self.keys.processes))
+        if not identities:
+            return 0
+
+        def fetch() -> list[Any]:
+            pipe = self.redis.pipeline(transaction=False)
+            for identity in identities:
+                pipe.hget(self.keys.process(text(identity)), "busy")
+            return pipe.execute()
+
+        return sum(integer(b) for b in self._call(fetch))
+
+    def __len__(self) -> int:
+        return self.size
+
+    def find(self, jid: str) -> Work | None:
+        """The running job with this jid, if any process reports it."""
+        return next((w for w in self.work() if w.jid == jid), None)
