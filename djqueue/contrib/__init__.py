@@ -1,0 +1,1 @@
+"""Integrations with web frameworks that live inside the djqueue package (Django)."""

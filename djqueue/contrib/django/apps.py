@@ -1,0 +1,95 @@
+"""The app config: where djqueue meets Django's start-up.
+
+``ready()`` runs in every process that sets Django up (web server, ``runworker``, management
+commands, tests), so the settings, job discovery and middleware are the same wherever a job is
+pushed or run. A bad ``DJQUEUE`` setting does not stop Django from starting: ``manage.py
+check`` (and ``runserver``/``migrate``, which run the checks) report it by name, ``runworker``
+refuses to start, and a push raises it, rather than silently using another Redis.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import AppConfig
+from django.conf import settings as django_settings
+
+import djqueue
+from djqueue.errors import ConfigurationError
+
+from . import conf
+
+BACKEND_PATH = "djqueue.contrib.django.tasks.DjQueueBackend"
+
+
+class DjQueueConfig(AppConfig):
+    name = "djqueue.contrib.django"
+    label = "djqueue"
+    verbose_name = "djqueue"
+
+    #: The `ConfigurationError` found in DJQUEUE at start-up, if any.
+    settings_error: ConfigurationError | None = None
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the system checks)
+
+        self.settings_error = configure()
+        install_middleware()
+        from .discovery import discover
+
+        modules = list(conf.option("DISCOVER")) if self.settings_error is None else ["jobs"]
+        if uses_task_backend():
+            from . import tasks  # noqa: F401  (registers the task wrapper job)
+
+            modules.append("tasks")
+        discover(dict.fromkeys(modules))
+
+
+def configure() -> ConfigurationError | None:
+    """Install ``settings.DJQUEUE`` as djqueue's settings; the error instead of raising it."""
+    try:
+        values = conf.raw()
+        conf.validate(values)
+    except ConfigurationError as exc:
+        return exc
+    djqueue.configure(framework=values)
+    return None
+
+
+def uses_task_backend() -> bool:
+    tasks: Any = getattr(django_settings, "TASKS", {}) or {}
+    return any(
+        isinstance(spec, dict) and spec.get("BACKEND") == BACKEND_PATH for spec in tasks.values()
+    )
+
+
+class _RefuseBadSettings:
+    """First client middleware: a push with a bad DJQUEUE setting raises its error."""
+
+    def __call__(self, job: str, payload: dict[str, Any], queue: str, call_next: Any) -> Any:
+        from django.apps import apps
+
+        error = apps.get_app_config("djqueue").settings_error
+        if error is not None:
+            raise error
+        return call_next()
+
+
+def install_middleware() -> None:
+    """Add the app's middleware to djqueue's chains (idempotent: ``add`` moves, never doubles).
+
+    Client: refuse bad settings, stamp the request context, then hold the write until commit,
+    last, so every other middleware still runs at call time. Server: database connections
+    outermost, then the request context.
+    """
+    from .server import DatabaseConnections, RequestContext
+    from .stamping import StampRequestContext
+    from .transaction import EnqueueOnCommit
+
+    djqueue.client_middleware.prepend(_RefuseBadSettings)
+    if StampRequestContext not in djqueue.client_middleware:
+        djqueue.client_middleware.insert_after(_RefuseBadSettings, StampRequestContext)
+    djqueue.client_middleware.add(EnqueueOnCommit)
+    djqueue.server_middleware.prepend(DatabaseConnections)
+    if RequestContext not in djqueue.server_middleware:
+        djqueue.server_middleware.insert_after(DatabaseConnections, RequestContext)

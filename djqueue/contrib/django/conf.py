@@ -1,0 +1,58 @@
+"""The ``DJQUEUE`` setting: one dict, checked in one place.
+
+Keys that name a core setting (``REDIS_URL``, ``QUEUES``, ``CONCURRENCY``, ...) go to
+`djqueue.configure`; the keys below belong to the Django app. A typo is an error rather than a
+silently ignored key, because a misspelt ``CONCURRENCY`` would otherwise run with the default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from django.conf import settings as django_settings
+
+from djqueue.config import Settings
+from djqueue.errors import ConfigurationError
+
+#: The Django app's own keys and their defaults.
+APP_DEFAULTS: dict[str, Any] = {
+    # Pushes inside transaction.atomic() wait for the outermost commit.
+    "ENQUEUE_ON_COMMIT": True,
+    # The header a request id is read from (and written back to the response).
+    "REQUEST_ID_HEADER": "X-Request-ID",
+    # Module names imported from every installed app at start-up.
+    "DISCOVER": ("jobs",),
+}
+
+CORE_KEYS = frozenset(f.name.upper() for f in dataclasses.fields(Settings) if f.name != "extra")
+
+
+def raw() -> dict[str, Any]:
+    """``settings.DJQUEUE`` as given (empty when unset)."""
+    value = getattr(django_settings, "DJQUEUE", {})
+    if not isinstance(value, dict):
+        raise ConfigurationError("DJQUEUE", f"must be a dict, got {type(value).__name__}")
+    return value
+
+
+def validate(values: dict[str, Any]) -> Settings:
+    """Build the core settings from ``values``; `ConfigurationError` names the bad key."""
+    for key in values:
+        if key.upper() not in CORE_KEYS and key not in APP_DEFAULTS:
+            known = ", ".join(sorted(CORE_KEYS | set(APP_DEFAULTS)))
+            raise ConfigurationError(key, f"unknown DJQUEUE setting (known: {known})")
+    if not isinstance(values.get("ENQUEUE_ON_COMMIT", True), bool):
+        raise ConfigurationError("ENQUEUE_ON_COMMIT", "must be True or False")
+    header = values.get("REQUEST_ID_HEADER", "X-Request-ID")
+    if not isinstance(header, str) or not header:
+        raise ConfigurationError("REQUEST_ID_HEADER", "must be a header name")
+    discover = values.get("DISCOVER", ("jobs",))
+    if isinstance(discover, str) or not all(isinstance(m, str) for m in discover):
+        raise ConfigurationError("DISCOVER", "must be a list of module names, e.g. ['jobs']")
+    return Settings.build(framework=values)
+
+
+def option(name: str) -> Any:
+    """One of the Django app's own settings (`APP_DEFAULTS`), read when needed."""
+    return raw().get(name, APP_DEFAULTS[name])

@@ -1,0 +1,211 @@
+"""A backend for Django's Tasks framework (``django.tasks``; the ``django-tasks`` backport on
+Django 5.2) that enqueues into djqueue, so ``@task`` functions run in ``runworker``::
+
+    TASKS = {"default": {"BACKEND": "djqueue.contrib.django.tasks.DjQueueBackend",
+                         "QUEUES": ["default", "emails"]}}
+
+A task travels as a job of one registered wrapper, ``djqueue.contrib.django.run_task``, whose
+single argument names the task and carries its arguments and keyword arguments. The worker runs
+a task only if this process defined it (every `Task` using this backend is recorded when it is
+created), which is the allow-list: nothing is imported from a string found in Redis. Task
+modules are found by discovery: the apps' ``tasks`` modules are imported at start-up when this
+backend is configured.
+
+Flags: ``supports_defer`` (``run_after`` becomes a scheduled job), ``supports_async_task``.
+``supports_priority`` is False: a Sidekiq queue is a FIFO list with no order inside it, so a
+priority could not be honoured; use queues. ``supports_get_result`` is False: djqueue keeps no
+results yet. The queue's retry policy applies (``OPTIONS: {"RETRY": 5}``; default 25 tries).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+import threading
+import traceback
+from typing import Any
+
+from django.utils import timezone
+
+from djqueue.client import get_client
+from djqueue.errors import UnknownJob
+from djqueue.executor import current_job
+from djqueue.job import job
+from djqueue.payload import new_jid, now, to_seconds
+from djqueue.signals import job_enqueued
+
+try:
+    from django.tasks import task_backends
+    from django.tasks.backends.base import BaseTaskBackend
+    from django.tasks.base import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
+    from django.tasks.signals import task_enqueued, task_finished, task_started
+except ImportError:  # Django < 6.0: the django-tasks backport
+    from django_tasks import task_backends
+    from django_tasks.backends.base import BaseTaskBackend
+    from django_tasks.base import (
+        Task,
+        TaskContext,
+        TaskError,
+        TaskResult,
+        TaskResultStatus,
+    )
+    from django_tasks.signals import (
+        task_enqueued,
+        task_finished,
+        task_started,
+    )
+try:
+    from django.utils.json import normalize_json
+except ImportError:  # Django < 6.0
+
+    def normalize_json(obj: Any) -> Any:
+        import json
+
+        return json.loads(json.dumps(obj))
+
+
+JOB_NAME = "djqueue.contrib.django.run_task"
+
+_lock = threading.Lock()
+_tasks: dict[str, Task] = {}
+
+
+def register_task(task: Task) -> None:
+    """Record a task this process defined; only recorded tasks run in the worker."""
+    with _lock:
+        _tasks.setdefault(task.module_path, task)
+
+
+def lookup_task(path: str) -> Task:
+    try:
+        return _tasks[path]
+    except KeyError:
+        raise UnknownJob(
+            f"no django task {path!r} is defined in this process; define it in an installed "
+            f"app's tasks or jobs module (imported at start-up) or import it with runworker -r"
+        ) from None
+
+
+class DjQueueBackend(BaseTaskBackend):
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = False
+    supports_priority = False
+
+    def validate_task(self, task: Task) -> None:
+        super().validate_task(task)
+        register_task(task)
+
+    def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+        self.validate_task(task)
+        result = _result(task, new_jid(), self.alias, list(args), dict(kwargs))
+        item: dict[str, Any] = {
+            "class": JOB_NAME,
+            "args": [
+                {
+                    "task": task.module_path,
+                    "args": result.args,
+                    "kwargs": result.kwargs,
+                    "backend": self.alias,
+                }
+            ],
+            "queue": task.queue_name,
+            "jid": result.id,
+            # Sidekiq's Web UI shows "wrapped" as the job's name, as for ActiveJob.
+            "wrapped": task.module_path,
+            "retry": self.options.get("RETRY", True),
+        }
+        if task.run_after is not None:
+            item["at"] = task.run_after.timestamp()
+        get_client().push(item)
+        return result
+
+
+def _result(
+    task: Task, jid: str, alias: str, args: list[Any], kwargs: dict[str, Any], **fields: Any
+) -> TaskResult:
+    values: dict[str, Any] = {
+        "status": TaskResultStatus.READY,
+        "enqueued_at": None,
+        "started_at": None,
+        "finished_at": None,
+        "last_attempted_at": None,
+        "errors": [],
+        "worker_ids": [],
+    }
+    values.update(fields)
+    return TaskResult(task=task, id=jid, args=args, kwargs=kwargs, backend=alias, **values)
+
+
+def _when(value: Any) -> dt.datetime | None:
+    seconds = to_seconds(value)
+    if seconds is None:
+        return None
+    return dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc)
+
+
+def _from_payload(payload: dict[str, Any], **fields: Any) -> tuple[TaskResult, type]:
+    """The TaskResult a payload describes, and the backend class (the signals' sender)."""
+    (spec,) = payload["args"]
+    backend = task_backends[spec.get("backend", "default")]
+    task = lookup_task(spec["task"])
+    if task.queue_name != payload.get("queue") and payload.get("queue") in backend.queues:
+        task = task.using(queue_name=payload["queue"])
+    fields.setdefault("enqueued_at", _when(payload.get("enqueued_at")))
+    result = _result(task, payload["jid"], backend.alias, spec["args"], spec["kwargs"], **fields)
+    return result, type(backend)
+
+
+def _sent_to_redis(sender: Any, payload: dict[str, Any], **kwargs: Any) -> None:
+    """``task_enqueued`` goes out when the job is written, so after the commit when held."""
+    if sender != JOB_NAME:
+        return
+    result, backend_class = _from_payload(payload)
+    task_enqueued.send(backend_class, task_result=result)
+
+
+job_enqueued.connect(_sent_to_redis, weak=False)
+
+_worker_id = f"{socket.gethostname()}:{os.getpid()}"
+
+
+@job(name=JOB_NAME)
+def run_task(spec: dict[str, Any]) -> Any:
+    """Run one django task in the worker, sending ``task_started`` and ``task_finished``."""
+    payload = current_job() or {"jid": new_jid(), "args": [spec], "enqueued_at": now()}
+    attempt = payload.get("retry_count", -1) + 2
+    started = timezone.now()
+    result, backend_class = _from_payload(
+        payload,
+        status=TaskResultStatus.RUNNING,
+        started_at=started,
+        last_attempted_at=started,
+        worker_ids=[_worker_id] * attempt,
+    )
+    task_started.send(backend_class, task_result=result)
+    try:
+        if result.task.takes_context:
+            value = result.task.call(TaskContext(task_result=result), *result.args, **result.kwargs)
+        else:
+            value = result.task.call(*result.args, **result.kwargs)
+        value = normalize_json(value)
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        object.__setattr__(result, "finished_at", timezone.now())
+        object.__setattr__(result, "status", TaskResultStatus.FAILED)
+        kind = type(exc)
+        result.errors.append(
+            TaskError(
+                exception_class_path=f"{kind.__module__}.{kind.__qualname__}",
+                traceback="".join(traceback.format_exception(exc)),
+            )
+        )
+        task_finished.send(backend_class, task_result=result)
+        raise
+    object.__setattr__(result, "finished_at", timezone.now())
+    object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
+    object.__setattr__(result, "_return_value", value)
+    task_finished.send(backend_class, task_result=result)
+    return value

@@ -1,0 +1,32 @@
+"""Django tests: pytest-django with tests.django.settings, a real database and the session's
+private Redis, with djqueue configured from settings.DJQUEUE on top of it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from django.conf import settings
+
+import djqueue
+from tests.django.testapp.jobs import SEEN
+
+
+@pytest.fixture(autouse=True)
+def djqueue_from_settings(redis_url: str) -> Iterator[str]:
+    djqueue.configure(framework=settings.DJQUEUE, redis_url=redis_url)
+    yield redis_url
+
+
+def seen(r: redis.Redis, kind: str | None = None) -> list[dict[str, Any]]:
+    """What the jobs reported (see testapp.jobs.record)."""
+    items = [json.loads(x) for x in r.lrange(SEEN, 0, -1)]
+    return [i for i in items if kind is None or i["kind"] == kind]
+
+
+def queued(r: redis.Redis, queue: str = "default") -> list[dict[str, Any]]:
+    """The jobs waiting in a queue, oldest first."""
+    return [json.loads(x) for x in reversed(r.lrange(f"queue:{queue}", 0, -1))]

@@ -1,0 +1,101 @@
+"""Settings for the Django tests: SQLite in a file (so a runworker subprocess shares it), or
+PostgreSQL when DATABASE_URL is set. DJQUEUE_TEST_DATABASE_NAME points a subprocess at the
+test database the pytest process created."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from urllib.parse import unquote, urlsplit
+
+SECRET_KEY = "tests-only"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("fr", "French"), ("de", "German")]
+ROOT_URLCONF = "tests.django.testapp.urls"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+ALLOWED_HOSTS = ["*"]
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "djqueue.contrib.django",
+    "tests.django.testapp",
+]
+
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "djqueue.contrib.django.middleware.RequestContextMiddleware",
+]
+
+
+def _database() -> dict[str, object]:
+    url = os.environ.get("DATABASE_URL")
+    forced = os.environ.get("DJQUEUE_TEST_DATABASE_NAME")
+    if url:
+        parts = urlsplit(url)
+        db: dict[str, object] = {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": parts.path.lstrip("/") or "postgres",
+            "USER": unquote(parts.username or "postgres"),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": parts.hostname or "127.0.0.1",
+            "PORT": str(parts.port or 5432),
+            "TEST": {"NAME": f"test_djqueue_{os.getpid()}"},
+        }
+    else:
+        path = os.path.join(tempfile.gettempdir(), f"djqueue-django-test-{os.getpid()}.sqlite3")
+        db = {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": path,
+            "TEST": {"NAME": path},
+            "OPTIONS": {"timeout": 20},
+        }
+    if forced:
+        db["NAME"] = forced
+    return db
+
+
+DATABASES = {
+    "default": _database(),
+    # A second database, for the tests of which transaction a push waits for.
+    "other": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.path.join(tempfile.gettempdir(), f"djqueue-django-other-{os.getpid()}.sqlite3"),
+        "TEST": {
+            "NAME": os.path.join(
+                tempfile.gettempdir(), f"djqueue-django-other-{os.getpid()}.sqlite3"
+            )
+        },
+    },
+}
+
+# Only the Django app's own keys: the core settings come from the tests' private Redis.
+DJQUEUE = {"ENQUEUE_ON_COMMIT": True}
+
+TASKS = {
+    "default": {
+        "BACKEND": "djqueue.contrib.django.tasks.DjQueueBackend",
+        "QUEUES": ["default", "tasks"],
+    }
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "djqueue.context.RequestIdFilter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_id"],
+            "formatter": "plain",
+        }
+    },
+    "formatters": {"plain": {"format": "%(levelname)s [%(request_id)s] %(name)s: %(message)s"}},
+    "loggers": {"tests.django.testapp": {"handlers": ["console"], "level": "INFO"}},
+}

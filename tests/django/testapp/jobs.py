@@ -1,0 +1,48 @@
+"""Jobs the tests push; found by discovery (nothing imports this module by hand)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from django.utils import translation
+
+import djqueue
+from djqueue import context
+from djqueue.connection import get_redis
+
+from .models import Order
+
+logger = logging.getLogger(__name__)
+
+SEEN = "djqueue-tests:seen"
+
+
+def record(kind: str, **values: object) -> None:
+    """Jobs report what they saw through a Redis list the test reads."""
+    get_redis().rpush(SEEN, json.dumps({"kind": kind, **values}))
+
+
+@djqueue.job
+def mark_order(order_id: int) -> None:
+    order = Order.objects.get(pk=order_id)
+    order.seen_by_job = True
+    order.save(update_fields=["seen_by_job"])
+    record("order", order_id=order_id, name=order.name)
+
+
+@djqueue.job
+def report_context(label: str) -> None:
+    logger.info("reporting %s", label)
+    record(
+        "context",
+        label=label,
+        request_id=context.request_id(),
+        user_id=context.user_id(),
+        language=translation.get_language(),
+    )
+
+
+@djqueue.job
+def count_orders() -> int:
+    return Order.objects.count()

@@ -1,0 +1,34 @@
+"""django.tasks tasks, run through djqueue's backend."""
+
+from __future__ import annotations
+
+try:
+    from django.tasks import task
+except ImportError:  # Django 5.2: the django-tasks backport
+    from django_tasks import task  # type: ignore[no-redef]
+
+from .jobs import record
+from .models import Order
+
+
+@task
+def add_order(name: str, *, mark: bool = False) -> int:
+    order = Order.objects.create(name=name, seen_by_job=mark)
+    record("task", name=name, mark=mark, order_id=order.pk)
+    return order.pk
+
+
+@task(queue_name="tasks")
+async def shout(text: str) -> str:
+    record("async-task", text=text.upper())
+    return text.upper()
+
+
+@task(takes_context=True)
+def with_context(context, value: int) -> None:  # type: ignore[no-untyped-def]
+    record("context-task", attempt=context.attempt, id=context.task_result.id, value=value)
+
+
+@task
+def broken() -> None:
+    raise RuntimeError("task failed on purpose")

@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from django.db import transaction
+from django.http import HttpRequest, JsonResponse
+
+from .jobs import mark_order, report_context
+from .models import Order
+
+
+def create_order(request: HttpRequest) -> JsonResponse:
+    """Creates a row and pushes a job about it in one transaction."""
+    with transaction.atomic():
+        order = Order.objects.create(name=request.POST.get("name", "order"))
+        jid = mark_order.perform_later(order.pk)
+    return JsonResponse({"id": order.pk, "jid": jid})
+
+
+def push_context(request: HttpRequest) -> JsonResponse:
+    jid = report_context.perform_later(request.GET.get("label", "view"))
+    return JsonResponse({"jid": jid, "request_id": request.request_id})  # type: ignore[attr-defined]
