@@ -14,6 +14,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import redis
 import redis.exceptions
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from redis.sentinel import Sentinel
 
 from .config import Settings, get_settings
@@ -99,7 +101,10 @@ def _sentinel_client(settings: Settings, options: dict[str, Any]) -> redis.Redis
         "password": unquote(parts.password) if parts.password else None,
     }
     # Sentinels get the socket timeouts too: an empty dict here would leave them with none.
-    sentinel_kwargs = {k: v for k, v in options.items() if k.startswith("socket_")}
+    # They get no retries: redis-py already moves on to the next sentinel, and its default
+    # backoff made each dead sentinel cost seconds on every master lookup.
+    sentinel_kwargs: dict[str, Any] = {k: v for k, v in options.items() if k.startswith("socket_")}
+    sentinel_kwargs["retry"] = Retry(NoBackoff(), 0)
     if "sentinel_auth" in query:
         sentinel_kwargs.update({k: v for k, v in auth.items() if v})
     if parts.scheme.startswith("rediss"):
