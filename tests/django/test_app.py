@@ -1,0 +1,86 @@
+"""The app itself: discovery, system checks, database connections around jobs."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import checks
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+from django.db import connection
+from django.test import override_settings
+
+import djqueue
+from djqueue import executor, registry
+from tests.django.testapp.jobs import count_orders
+from tests.django.testapp.models import Order
+
+
+def test_jobs_modules_are_discovered_and_registered():
+    # Nothing in the tests imports testapp.tasks; discovery did, as the backend is configured.
+    assert "tests.django.testapp.jobs.mark_order" in registry.names()
+    from djqueue.contrib.django.tasks import _tasks
+
+    assert "tests.django.testapp.tasks.add_order" in _tasks
+
+
+def djqueue_errors():
+    return [m for m in checks.run_checks(tags=["djqueue"]) if m.id.startswith("djqueue")]
+
+
+def test_checks_pass_with_good_settings():
+    assert djqueue_errors() == []
+
+
+@pytest.mark.parametrize(
+    ("value", "name"),
+    [
+        ({"CONCURENCY": 5}, "'CONCURENCY'"),
+        ({"CONCURRENCY": 0}, "'CONCURRENCY'"),
+        ({"QUEUES": [("default", -1)]}, "'QUEUES'"),
+        ({"REDIS_URL": "http://example.com"}, "'REDIS_URL'"),
+        ({"ENQUEUE_ON_COMMIT": "yes"}, "'ENQUEUE_ON_COMMIT'"),
+    ],
+)
+def test_a_bad_setting_is_reported_by_name(value, name):
+    with override_settings(DJQUEUE=value):
+        (error,) = djqueue_errors()
+    assert error.id == "djqueue.E001" and error.level == checks.ERROR
+    assert error.msg.startswith(f"DJQUEUE[{name}]")
+    with override_settings(DJQUEUE=value), pytest.raises(SystemCheckError, match=name):
+        call_command("check")
+
+
+def test_an_unreachable_redis_is_a_warning():
+    with override_settings(DJQUEUE={"REDIS_URL": "redis://:secret@127.0.0.1:1/0"}):
+        (warning,) = djqueue_errors()
+    assert warning.id == "djqueue.W001" and warning.level == checks.WARNING
+    assert "127.0.0.1:1" in warning.msg and "secret" not in warning.msg
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_succeeds_after_the_db_connection_was_closed_under_it(r):
+    Order.objects.create(name="x")
+    connection.connection.close()  # the socket/file is gone; Django does not know yet
+    assert executor.run({"class": count_orders.job_name, "args": [], "jid": "a" * 24}) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_the_middleware_that_job_would_fail(r):
+    from djqueue.contrib.django.server import DatabaseConnections
+
+    Order.objects.create(name="x")
+    connection.connection.close()
+    chain = djqueue.server_middleware.copy()
+    chain.remove(DatabaseConnections)
+    with pytest.raises(Exception):  # noqa: B017 - the driver's own "closed" error
+        executor.run(
+            {"class": count_orders.job_name, "args": [], "jid": "b" * 24}, middleware=chain
+        )
+    connection.close()
+
+
+@pytest.mark.django_db
+def test_perform_now_inside_a_transaction_keeps_the_connection(r):
+    Order.objects.create(name="inside")
+    assert count_orders.perform_now() == 1
+    assert Order.objects.filter(name="inside").exists()

@@ -1,0 +1,123 @@
+"""The django.tasks backend, in process: what it writes to Redis and how the job runs it."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from djqueue import executor
+from djqueue.contrib.django.tasks import JOB_NAME, DjQueueBackend
+from djqueue.errors import UnknownJob
+from tests.django.conftest import queued, seen
+from tests.django.testapp.models import Order
+from tests.django.testapp.tasks import add_order, broken, shout, with_context
+
+try:
+    from django.tasks import signals
+    from django.tasks.base import TaskResultStatus
+    from django.tasks.exceptions import InvalidTask
+except ImportError:  # Django 5.2: the django-tasks backport
+    from django_tasks import signals  # type: ignore[no-redef]
+    from django_tasks.base import TaskResultStatus  # type: ignore[no-redef]
+    from django_tasks.exceptions import InvalidTask  # type: ignore[no-redef]
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def task_signals():
+    got: list[tuple[str, object, str]] = []
+
+    def receiver(name):
+        def receive(sender, task_result, **kwargs):
+            got.append((name, sender, task_result.status))
+
+        return receive
+
+    receivers = {name: receiver(name) for name in ("enqueued", "started", "finished")}
+    for name, func in receivers.items():
+        getattr(signals, f"task_{name}").connect(func)
+    yield got
+    for name, func in receivers.items():
+        getattr(signals, f"task_{name}").disconnect(func)
+
+
+def test_enqueue_writes_a_sidekiq_job_and_the_worker_runs_the_task(r, task_signals):
+    result = add_order.enqueue("book", mark=True)
+    assert result.status == TaskResultStatus.READY
+    (payload,) = queued(r)
+    assert payload["class"] == JOB_NAME
+    assert payload["jid"] == result.id
+    assert payload["wrapped"] == "tests.django.testapp.tasks.add_order"
+    assert payload["args"] == [
+        {
+            "task": "tests.django.testapp.tasks.add_order",
+            "args": ["book"],
+            "kwargs": {"mark": True},
+            "backend": "default",
+        }
+    ]
+    assert task_signals == [("enqueued", DjQueueBackend, TaskResultStatus.READY)]
+
+    value = executor.run(payload)
+    assert Order.objects.get(pk=value).seen_by_job is True
+    assert task_signals[1:] == [
+        ("started", DjQueueBackend, TaskResultStatus.RUNNING),
+        ("finished", DjQueueBackend, TaskResultStatus.SUCCESSFUL),
+    ]
+
+
+def test_async_tasks_run(r):
+    shout.enqueue("hi")
+    (payload,) = queued(r, "tasks")
+    assert executor.run(payload) == "HI"
+    assert seen(r, "async-task") == [{"kind": "async-task", "text": "HI"}]
+
+
+def test_tasks_that_take_context_see_their_id_and_attempt(r):
+    result = with_context.enqueue(3)
+    (payload,) = queued(r)
+    executor.run(payload)
+    payload["retry_count"] = 0  # as the retry set hands it back after one failure
+    executor.run(payload)
+    assert [(s["id"], s["attempt"]) for s in seen(r)] == [(result.id, 1), (result.id, 2)]
+
+
+def test_run_after_schedules_the_job(r):
+    when = timezone.now() + dt.timedelta(hours=1)
+    add_order.using(run_after=when).enqueue("later")
+    assert queued(r) == []
+    ((raw, score),) = r.zrange("schedule", 0, -1, withscores=True)
+    assert score == pytest.approx(when.timestamp())
+
+
+def test_a_failing_task_sends_finished_failed_and_the_job_raises(r, task_signals):
+    broken.enqueue()
+    (payload,) = queued(r)
+    with pytest.raises(RuntimeError, match="on purpose"):
+        executor.run(payload)
+    assert task_signals[-1] == ("finished", DjQueueBackend, TaskResultStatus.FAILED)
+
+
+def test_enqueue_inside_a_transaction_waits_for_commit(r, task_signals):
+    with transaction.atomic():
+        add_order.enqueue("x")
+        assert queued(r) == [] and task_signals == []
+    assert len(queued(r)) == 1
+    assert [name for name, *_ in task_signals] == ["enqueued"]
+
+
+def test_priority_is_refused_honestly():
+    with pytest.raises(InvalidTask):
+        add_order.using(priority=10)
+
+
+def test_a_payload_naming_an_unknown_task_does_not_run(r):
+    add_order.enqueue("x")
+    (payload,) = queued(r)
+    payload["args"][0]["task"] = "os.system"
+    with pytest.raises(UnknownJob, match="os.system"):
+        executor.run(payload)
