@@ -1,0 +1,277 @@
+"""The ``djqueue`` command: ``worker`` runs the runtime; ``stats`` and ``queues`` print what
+the inspection API sees.
+
+    djqueue worker -r myapp.jobs -q critical,3 -q default -c 10
+
+The Django ``runworker`` and Flask ``djqueue worker`` commands add the same flags with
+`add_worker_arguments` and call `run_worker`, so every way of starting a worker shares this path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import importlib.util
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import __version__, config
+from ..config import Settings
+from ..errors import ConfigurationError, DjQueueError
+
+#: Options that map to a Settings field of the same name.
+_SETTING_OPTIONS = ("concurrency", "timeout", "redis_url", "namespace", "tag")
+
+
+def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the worker flags; every default is None ("not given"), so the settings decide."""
+    parser.add_argument(
+        "-r",
+        "--require",
+        action="append",
+        metavar="MODULE",
+        default=None,
+        help="import MODULE (dotted name, or a path to a .py file) before starting, so its "
+        "jobs are registered; repeatable. Only registered jobs run",
+    )
+    parser.add_argument(
+        "-q",
+        "--queue",
+        action="append",
+        metavar="NAME[,WEIGHT]",
+        default=None,
+        help="a queue to work on, optionally with a weight; repeatable. Without weights the "
+        "queues are tried in the order given (strict); with weights each fetch picks a "
+        "weighted random order. Default: the setting 'queues' (default)",
+    )
+    parser.add_argument(
+        "-c",
+        "--concurrency",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processor threads, jobs run at once (default: the setting, 10)",
+    )
+    parser.add_argument(
+        "-t",
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="on TERM/INT, how long running jobs may take to finish before they are pushed "
+        "back to their queues (default: the setting, 25)",
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=None,
+        metavar="URL",
+        help="Redis to use, e.g. redis://host:6379/0 (default: the setting, DJQUEUE_REDIS_URL "
+        "or REDIS_URL)",
+    )
+    parser.add_argument(
+        "--namespace", default=None, help="prefix of every Redis key (default: none)"
+    )
+    parser.add_argument(
+        "--tag",
+        default=None,
+        help="a label shown next to this process in UIs (default: the current directory's name)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=None,
+        help="log at DEBUG level",
+    )
+    parser.add_argument(
+        "-L",
+        "--logfile",
+        default=None,
+        metavar="PATH",
+        help="append the log to PATH instead of stderr (reopened when rotated)",
+    )
+    parser.add_argument(
+        "--json-logs",
+        action="store_true",
+        default=None,
+        help="one JSON object per log line",
+    )
+
+
+def effective_settings(options: dict[str, Any], settings: Settings) -> Settings:
+    """``settings`` with the given options on top; a bad value fails with its setting's name."""
+    changes: dict[str, Any] = {
+        name: options[name] for name in _SETTING_OPTIONS if options.get(name) is not None
+    }
+    if options.get("queue"):
+        changes["queues"] = config.parse_queues(options["queue"])
+    return settings.replace(**changes) if changes else settings
+
+
+def install(settings: Settings) -> None:
+    """Make ``settings`` the process-wide ones, so jobs that push jobs use the same Redis."""
+    fields = {
+        f.name: getattr(settings, f.name) for f in dataclasses.fields(Settings) if f.name != "extra"
+    }
+    config.configure(**fields)
+
+
+def require(modules: list[str]) -> None:
+    """Import the modules that register jobs, from the current directory like ``python -m``."""
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    for name in modules:
+        if name.endswith(".py") or os.sep in name:
+            path = Path(name).resolve()
+            if not path.is_file():
+                raise ConfigurationError("require", f"no such file: {name}")
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            if spec is None or spec.loader is None:
+                raise ConfigurationError("require", f"cannot import {name}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[path.stem] = module
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(name)
+
+
+def run_worker(options: dict[str, Any], settings: Settings | None = None) -> int:
+    """Run the full runtime until TERM/INT; returns the exit code.
+
+    ``options`` are the argparse dests of `add_worker_arguments` (None = not given); given
+    options override ``settings`` (default: the process-wide settings, which Django and Flask
+    configure first). Signal handlers are installed when called from the main thread.
+    """
+    from . import log
+    from .launcher import Launcher
+
+    base = settings or config.get_settings()
+    effective = effective_settings(options, base)
+    install(effective)
+    handler = log.setup(
+        verbose=bool(options.get("verbose")),
+        logfile=options.get("logfile"),
+        json_logs=bool(options.get("json_logs")),
+    )
+    try:
+        require(list(options.get("require") or ()))
+        launcher = Launcher(config.get_settings())
+        restore = _install_signal_handlers(launcher.signal)
+        try:
+            return launcher.run()
+        finally:
+            restore()
+    finally:
+        log.teardown(handler)
+
+
+def _install_signal_handlers(notify: Callable[[str], None]) -> Callable[[], None]:
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous: dict[int, Any] = {}
+    for name in ("TERM", "INT", "TSTP", "TTIN"):
+        signum = getattr(signal, f"SIG{name}", None)
+        if signum is None:
+            continue
+
+        def handler(_signum: int, _frame: Any, name: str = name) -> None:
+            notify(name)
+
+        previous[signum] = signal.signal(signum, handler)
+
+    def restore() -> None:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+    return restore
+
+
+# -- djqueue stats / djqueue queues --------------------------------------------------------
+
+
+def print_stats(settings: Settings) -> None:
+    """What ``djqueue.api.Stats`` sees, one figure per line."""
+    from ..api import Stats
+
+    stats = Stats(settings=settings)
+    rows = [
+        ("processed", stats.processed),
+        ("failed", stats.failed),
+        ("enqueued", stats.enqueued),
+        ("scheduled", stats.scheduled_size),
+        ("retries", stats.retry_size),
+        ("dead", stats.dead_size),
+        ("processes", stats.processes_size),
+        ("busy", stats.busy),
+        ("latency", f"{stats.default_queue_latency:.1f}s (default queue)"),
+    ]
+    for label, value in rows:
+        print(f"{label:<10} {value}")
+
+
+def print_queues(settings: Settings) -> None:
+    """Each queue of ``djqueue.api.Queue.all()`` with its size and latency."""
+    from ..api import Queue
+
+    queues = Queue.all(settings=settings)
+    if not queues:
+        print("no queues")
+        return
+    width = max(5, *(len(q.name) for q in queues))
+    print(f"{'queue':<{width}}  {'size':>8}  {'latency':>10}")
+    for q in queues:
+        print(f"{q.name:<{width}}  {q.size:>8}  {q.latency:>9.1f}s")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="djqueue", description="Background jobs on Redis, in Sidekiq's wire format."
+    )
+    parser.add_argument("--version", action="version", version=f"djqueue {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    worker = commands.add_parser(
+        "worker",
+        help="run a worker process",
+        description="Run jobs from the queues until TERM or INT. TSTP: stop fetching "
+        "(quiet); TTIN: log every thread's stack.",
+    )
+    add_worker_arguments(worker)
+    for name, text in (
+        ("stats", "print processed/failed counts and set sizes"),
+        ("queues", "print each queue's size and latency"),
+    ):
+        sub = commands.add_parser(name, help=text, description=text)
+        sub.add_argument("--redis-url", default=None, metavar="URL", help="Redis to read")
+        sub.add_argument("--namespace", default=None, help="prefix of every Redis key")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console script ``djqueue``: subcommands ``worker``, ``stats``, ``queues``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    options = vars(args)
+    command = options.pop("command")
+    try:
+        if command == "worker":
+            return run_worker(options)
+        settings = effective_settings(options, config.get_settings())
+        if command == "stats":
+            print_stats(settings)
+        else:
+            print_queues(settings)
+        return 0
+    except DjQueueError as exc:
+        print(f"djqueue: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Crash-safe fetch: a job moves from its queue into this process's working list in one atomic
+step, and leaves the working list only when it is acknowledged.
+
+Hot path: one Lua call acknowledges the finished job and takes the next one from the first
+non-empty queue in this fetch's order (one round trip per job). When every queue is empty, the
+idle processor blocks with BLMOVE on one queue (still queue -> working list, atomic), idle
+processors spread over the queues, so a newly pushed job is picked up within milliseconds
+without polling. A working list is ``NS:working:IDENTITY:QUEUE``; the ``NS:working_lists`` hash
+maps each identity to its queue names, so any process can find and push back a dead process's
+jobs (see `djqueue.worker.recovery`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from typing import Any
+
+import redis
+
+from ..keys import Keys
+from ..scripts import Script
+
+_fetch = Script("djqueue.worker", "fetch")
+_requeue = Script("djqueue.worker", "requeue")
+_requeue_one = Script("djqueue.worker", "requeue_one")
+
+
+class Unit:
+    """A fetched job: its queue, its JSON exactly as stored, and the working list holding it."""
+
+    __slots__ = ("queue", "raw", "working", "acked")
+
+    def __init__(self, queue: str, raw: bytes, working: str) -> None:
+        self.queue = queue
+        self.raw = raw
+        self.working = working
+        #: Set once the job has left the working list another way (retry or dead write).
+        self.acked = False
+
+    def __repr__(self) -> str:
+        return f"<Unit {self.queue} {self.raw[:60]!r}>"
+
+
+def working_key(keys: Keys, identity: str, queue: str) -> str:
+    return f"{keys.prefix}working:{identity}:{queue}"
+
+
+def index_key(keys: Keys) -> str:
+    """Hash: identity -> JSON list of the queue names it has working lists for."""
+    return f"{keys.prefix}working_lists"
+
+
+class Fetcher:
+    """Takes jobs for one process. Queue order follows Sidekiq: with any weight given, each
+    name is repeated by its weight, shuffled and de-duplicated on every fetch; otherwise the
+    order is fixed (strict priority)."""
+
+    def __init__(
+        self,
+        redis_client: redis.Redis,
+        keys: Keys,
+        identity: str,
+        queues: tuple[tuple[str, int], ...],
+        block_timeout: float = 2.0,
+    ) -> None:
+        self.redis = redis_client
+        self.keys = keys
+        self.identity = identity
+        self.block_timeout = block_timeout
+        self.names: list[str] = list(dict.fromkeys(name for name, _ in queues))
+        self.strict = all(weight == 0 for _, weight in queues)
+        self.expanded = [name for name, weight in queues for _ in range(max(weight, 1))]
+        self.queue_keys = {name: keys.queue(name) for name in self.names}
+        self.working = {name: working_key(keys, identity, name) for name in self.names}
+        self._strict_keys = self._keys_for(self.names)
+        self._blockers = dict.fromkeys(self.names, 0)
+        self._lock = threading.Lock()
+
+    @property
+    def index_value(self) -> str:
+        return json.dumps(self.names)
+
+    def order(self) -> list[str]:
+        """The queue names in the order this fetch tries them."""
+        if self.strict:
+            return self.names
+        names = self.expanded[:]
+        random.shuffle(names)
+        return list(dict.fromkeys(names))
+
+    def _keys_for(self, names: list[str]) -> list[str]:
+        keys: list[str] = []
+        for name in names:
+            keys += (self.queue_keys[name], self.working[name])
+        return keys
+
+    def ack_and_fetch(self, done: Unit | None, fetch: bool = True) -> Unit | None:
+        """Acknowledge ``done`` (if any) and, when ``fetch``, take the next job; one round trip."""
+        if done is None and not fetch:
+            return None
+        if fetch:
+            names = self.names if self.strict else self.order()
+            queue_keys = self._strict_keys if self.strict else self._keys_for(names)
+        else:
+            names, queue_keys = [], []
+        ack_key = done.working if done is not None else self.working[self.names[0]]
+        ack_raw: Any = done.raw if done is not None else ""
+        reply = _fetch(self.redis, [ack_key, *queue_keys], [ack_raw])
+        if not reply:
+            return None
+        name = names[int(reply[0]) - 1]
+        return Unit(name, reply[1], self.working[name])
+
+    def block(self) -> Unit | None:
+        """Wait up to ``block_timeout`` for a job on the queue fewest idle processors watch."""
+        with self._lock:
+            name = min(self.order(), key=self._blockers.__getitem__)
+            self._blockers[name] += 1
+        try:
+            raw = self.redis.blmove(
+                self.queue_keys[name],
+                self.working[name],
+                self.block_timeout,  # type: ignore[arg-type]  # Redis takes float seconds
+                "RIGHT",
+                "LEFT",
+            )
+        finally:
+            with self._lock:
+                self._blockers[name] -= 1
+        if raw is None:
+            return None
+        return Unit(name, bytes(raw), self.working[name])  # type: ignore[arg-type]
+
+    def ack(self, unit: Unit) -> None:
+        self.ack_and_fetch(unit, fetch=False)
+
+    def requeue(self, unit: Unit) -> bool:
+        """Push one job back to the front of its queue; False if it had already left."""
+        return bool(
+            _requeue_one(self.redis, [unit.working, self.keys.queue(unit.queue)], [unit.raw])
+        )
+
+    def requeue_all(self, drop_index: bool = True) -> int:
+        """Push every job in this process's working lists back to the front of its queue."""
+        return requeue_identity(self.redis, self.keys, self.identity, self.names, drop_index)
+
+    def working_jobs(self) -> dict[str, list[bytes]]:
+        """What the working lists hold now, per working-list key."""
+        pipe = self.redis.pipeline(transaction=False)
+        for key in self.working.values():
+            pipe.lrange(key, 0, -1)
+        return dict(zip(self.working.values(), pipe.execute(), strict=True))
+
+
+def requeue_identity(
+    redis_client: redis.Redis,
+    keys: Keys,
+    identity: str,
+    queue_names: list[str],
+    drop_index: bool = True,
+) -> int:
+    """Push back everything ``identity``'s working lists hold; atomic, so never twice."""
+    pairs: list[str] = []
+    for name in queue_names:
+        pairs += (working_key(keys, identity, name), keys.queue(name))
+    return int(
+        _requeue(
+            redis_client,
+            [index_key(keys), keys.queues, *pairs],
+            [identity if drop_index else "", *queue_names],
+        )
+    )

@@ -1,0 +1,63 @@
+"""Processor steps that report on each job: the log lines and the signals.
+
+Both are steps in the processor's chain (``step(unit, payload, inner)``), outside the retry
+decision and inside nothing else, so they see every attempt exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .. import signals
+from .fetch import Unit
+from .log import bind_job, job_context, logger
+
+
+class JobLogger:
+    """``start``, then ``done: 0.012 sec`` or ``fail: 0.010 sec`` plus the error, per job."""
+
+    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
+        token = bind_job(payload)
+        info = logger.isEnabledFor(logging.INFO)
+        try:
+            if info:
+                logger.info("start")
+            started = time.perf_counter()
+            try:
+                inner(unit, payload)
+            except BaseException as exc:
+                elapsed = time.perf_counter() - started
+                if info:
+                    logger.info("fail: %.3f sec", elapsed, extra={"elapsed": elapsed})
+                logger.warning(
+                    "%s: %s", type(exc).__name__, exc, exc_info=exc, extra={"elapsed": elapsed}
+                )
+                raise
+            if info:
+                elapsed = time.perf_counter() - started
+                logger.info("done: %.3f sec", elapsed, extra={"elapsed": elapsed})
+        finally:
+            job_context.reset(token)
+
+
+class JobSignals:
+    """Sends ``job_started``, then ``job_succeeded`` or ``job_failed`` (djqueue.signals)."""
+
+    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
+        name = payload["class"]
+        if signals.job_started.receivers:
+            signals.job_started.send(name, payload=payload)
+        started = time.perf_counter()
+        try:
+            inner(unit, payload)
+        except BaseException as exc:
+            if signals.job_failed.receivers:
+                signals.job_failed.send(
+                    name, payload=payload, exception=exc, elapsed=time.perf_counter() - started
+                )
+            raise
+        if signals.job_succeeded.receivers:
+            signals.job_succeeded.send(name, payload=payload, elapsed=time.perf_counter() - started)

@@ -1,0 +1,137 @@
+"""The retry step: a job that raised goes to ``retry`` with Sidekiq's fields, or to ``dead``
+when its retries are used up, and leaves the working list in the same atomic write.
+
+The policy (how many tries, how long to wait, which fields) is `djqueue.retry`; this step only
+applies it and writes the result. Until that write gets through the job stays in the working
+list, so an outage at the wrong moment can cause a second run but never a lost job.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+
+from .. import registry, retry, signals
+from ..config import Settings
+from ..keys import Keys
+from ..payload import dumps, loads
+from .backoff import keep_trying
+from .fetch import Unit
+from .log import logger
+
+#: Exceptions from a job that count as the job's failure. ``SystemExit`` is included: a job
+#: calling ``sys.exit()`` failed, it does not get to end the processor thread.
+JOB_ERRORS = (Exception, SystemExit)
+
+
+class JobRetry:
+    """Processor step: ``step(unit, payload, inner)``; swallows the job's error once recorded."""
+
+    def __init__(
+        self, redis_client: redis.Redis, keys: Keys, settings: Settings, stop: threading.Event
+    ) -> None:
+        self.redis = redis_client
+        self.keys = keys
+        self.settings = settings
+        self.stop = stop
+
+    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
+        try:
+            inner(unit, payload)
+        except JOB_ERRORS as exc:
+            self.failed(unit, exc)
+
+    def failed(self, unit: Unit, exc: BaseException) -> None:
+        """Record the failure of ``unit``: retry, dead or discard; then it is acknowledged.
+
+        The payload is read again from the stored JSON rather than taken from the running
+        job, so changes a middleware or the job made to its dict do not leak into the retry.
+        """
+        payload = loads(unit.raw)
+        name = payload["class"]
+        definition = registry.get(name)
+        now = time.time()
+        allowed = retry.max_attempts(payload, self.settings)
+        count = retry.record_failure(payload, exc, unit.queue, now)
+        delay: float | str = retry.KILL
+        if count < allowed:
+            delay = retry.delay_for(definition, count, exc)
+        if delay == retry.DISCARD:
+            logger.info("%s %s discarded by its retry_in hook", name, payload.get("jid"))
+            self._write(unit, None)
+        elif isinstance(delay, float):
+            at = now + delay
+            self._write(unit, lambda pipe: pipe.zadd(self.keys.retry, {dumps(payload): at}))
+            if signals.job_retry_scheduled.receivers:
+                signals.job_retry_scheduled.send(name, payload=payload, exception=exc, retry_at=at)
+        else:
+            self.exhausted(unit, payload, definition, exc, now)
+        unit.acked = True
+
+    def exhausted(
+        self, unit: Unit, payload: dict[str, Any], definition: Any, exc: BaseException, now: float
+    ) -> None:
+        """Call the job's ``retries_exhausted`` hook, then bury the job (unless ``dead: false``)."""
+        hook = getattr(definition, "retries_exhausted", None)
+        if hook is not None:
+            try:
+                hook(payload, exc)
+            except Exception:
+                logger.exception("retries_exhausted hook of %s raised", payload["class"])
+        if payload.get("dead") is False:
+            logger.info(
+                "%s %s failed for good; dead: false, so dropped",
+                payload["class"],
+                payload.get("jid"),
+            )
+            self._write(unit, None)
+            return
+        member = dumps(payload)
+        self._write(
+            unit, lambda pipe: retry.add_to_dead(pipe, self.keys, member, now, self.settings)
+        )
+        logger.warning(
+            "%s %s moved to the dead set after %d retries",
+            payload["class"],
+            payload.get("jid"),
+            payload.get("retry_count", 0),
+        )
+        if signals.job_dead.receivers:
+            signals.job_dead.send(payload["class"], payload=payload, exception=exc)
+
+    def bury_malformed(self, unit: Unit, error: Exception) -> None:
+        """A payload that is not a job: to the dead set with its text as it was; acknowledged."""
+        logger.error(
+            "malformed job in queue %s moved to the dead set (%s): %r",
+            unit.queue,
+            error,
+            unit.raw[:200],
+        )
+        now = time.time()
+        self._write(
+            unit, lambda pipe: retry.add_to_dead(pipe, self.keys, unit.raw, now, self.settings)
+        )
+        unit.acked = True
+        if signals.job_dead.receivers:
+            text = unit.raw.decode("utf-8", "replace")
+            signals.job_dead.send(None, payload=None, exception=None, raw=text)
+
+    def _write(self, unit: Unit, add: Callable[[Any], Any] | None) -> None:
+        """One MULTI/EXEC: the retry or dead write, and the job out of the working list.
+
+        Both halves are idempotent (the same member, LREM of one copy), so trying again after
+        a connection error whose reply was lost does no harm.
+        """
+
+        def write() -> None:
+            pipe = self.redis.pipeline(transaction=True)
+            if add is not None:
+                add(pipe)
+            pipe.lrem(unit.working, 1, unit.raw)  # type: ignore[arg-type]
+            pipe.execute()
+
+        keep_trying(write, "recording a failed job", self.stop)

@@ -1,0 +1,199 @@
+"""The launcher: one worker process's runtime, start to finish.
+
+It owns the heartbeat, the poller and the manager (with its processors), and turns signals
+(from the OS or popped from ``IDENTITY-signals`` by the heartbeat) into quiet, stop and
+thread dumps. `run` blocks until a stop; the CLI installs the OS signal handlers around it.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import secrets
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from .. import __version__, connection, registry, signals
+from ..config import Settings, get_settings
+from ..keys import Keys
+from .backoff import REDIS_ERRORS, GaveUp, keep_trying
+from .fetch import Fetcher
+from .heartbeat import Heartbeat, HeartbeatThread
+from .janitor import Janitor, hostname
+from .log import logger
+from .manager import Manager
+from .poller import Poller
+from .stats import Stats
+
+#: BLMOVE timeout of idle processors: how long a quiet or stopping worker may wait for them.
+BLOCK_TIMEOUT = 2.0
+
+
+def runtime_redis(settings: Settings) -> redis.Redis:
+    """A client of the runtime's own: no silent retries inside redis-py, since a retried
+    fetch could take a second job whose reply is lost; the runtime retries itself."""
+    return connection.make_redis(
+        settings,
+        retry=Retry(NoBackoff(), 0),
+        socket_timeout=max(settings.socket_timeout, BLOCK_TIMEOUT + 3),
+    )
+
+
+class Launcher:
+    def __init__(self, settings: Settings | None = None, redis_client: redis.Redis | None = None):
+        self.settings = settings or get_settings()
+        s = self.settings
+        self.redis = redis_client or runtime_redis(s)
+        self.keys = Keys(s.namespace)
+        self.hostname = hostname()
+        self.identity = f"{self.hostname}:{os.getpid()}:{secrets.token_hex(6)}"
+        self.started_at = time.time()
+        self.stats = Stats()
+        self.fetcher = Fetcher(self.redis, self.keys, self.identity, s.queues, BLOCK_TIMEOUT)
+        self.manager = Manager(s, self.redis, self.keys, self.fetcher, self.stats)
+        self.heartbeat = Heartbeat(
+            self.redis,
+            self.keys,
+            self.identity,
+            self.info,
+            self.stats,
+            self.fetcher,
+            self.manager.quieting.is_set,
+        )
+        self.janitor = Janitor(
+            self.redis,
+            self.keys,
+            self.identity,
+            self.fetcher,
+            self.manager.in_hand,
+            lock_seconds=int(s.heartbeat_interval),
+        )
+        self.poller = Poller(self.redis, self.keys, s.default_queue, s.poll_interval, self._slot)
+        self.beats = HeartbeatThread(
+            self.heartbeat, s.heartbeat_interval, self.signal, self.janitor.run
+        )
+        #: Signal names to act on, put by OS signal handlers and by the heartbeat.
+        self.signals: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.stopped = threading.Event()
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The ``info`` JSON of the process hash (the fields Sidekiq's UI reads)."""
+        s = self.settings
+        return {
+            "hostname": self.hostname,
+            "started_at": self.started_at,
+            "pid": os.getpid(),
+            "tag": s.tag or os.path.basename(os.getcwd()),
+            "concurrency": s.concurrency,
+            "queues": list(self.fetcher.names),
+            "weights": [{name: weight for name, weight in s.queues}],
+            "labels": list(s.labels),
+            "identity": self.identity,
+            "version": f"djqueue {__version__}",
+        }
+
+    def _slot(self) -> tuple[int, int]:
+        peers = self.heartbeat.peers
+        return peers.index(self.identity), len(peers)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Announce the process, take back orphaned jobs, then start every thread."""
+        self.log_banner()
+        first = keep_trying(self.heartbeat.beat, "first heartbeat")
+        try:
+            keep_trying(self.janitor.sweep, "start-up sweep")
+        except GaveUp:
+            pass
+        self.manager.start()
+        self.poller.start()
+        self.beats.start()
+        if signals.worker_started.receivers:
+            signals.worker_started.send(self.identity, info=self.info)
+        if first:
+            self.signal(first)
+
+    def quiet(self) -> None:
+        if self.manager.quieting.is_set():
+            return
+        logger.info("quiet: finishing running jobs, fetching no more")
+        self.manager.quiet()
+        self.poller.stop_event.set()
+        self.beats.beat_now()
+
+    def stop(self) -> None:
+        """Quiet, wait up to ``timeout`` for running jobs, push the rest back, leave."""
+        if self.stopped.is_set():
+            return
+        logger.info("shutting down (waiting up to %.0f s for running jobs)", self.settings.timeout)
+        if signals.worker_stopping.receivers:
+            signals.worker_stopping.send(self.identity, info=self.info)
+        deadline = time.monotonic() + self.settings.timeout
+        self.quiet()
+        self.manager.stop(deadline)
+        self.poller.stop()
+        self.beats.stop()
+        try:
+            self.heartbeat.clear()
+        except REDIS_ERRORS as exc:
+            logger.warning("could not remove this process from Redis (%s); it will expire", exc)
+        self.stopped.set()
+        logger.info("bye")
+
+    def run(self) -> int:
+        """Start, then obey signals until told to stop; returns the exit code (0)."""
+        self.start()
+        while True:
+            name = self.signals.get()
+            if name in ("TERM", "INT"):
+                self.stop()
+                return 0
+            self.handle(name)
+
+    def signal(self, name: str) -> None:
+        """Ask the run loop to act on ``name`` (safe from signal handlers and other threads)."""
+        self.signals.put(name)
+
+    def handle(self, name: str) -> None:
+        if name == "TSTP":
+            self.quiet()
+        elif name == "TTIN":
+            self.dump_threads()
+        else:
+            logger.warning("ignoring unknown signal %r", name)
+
+    # -- reporting ---------------------------------------------------------------------------
+
+    def log_banner(self) -> None:
+        s = self.settings
+        queues = ", ".join(f"{n},{w}" if w else n for n, w in s.queues)
+        lines = [
+            f"djqueue {__version__} starting: {self.identity}",
+            f"redis: {s.safe_redis_url}  namespace: {s.namespace or '(none)'}",
+            f"queues: {queues} ({'strict order' if self.fetcher.strict else 'weighted'})",
+            f"concurrency: {s.concurrency}  timeout: {s.timeout:g} s  "
+            f"max retries: {s.max_retries}  poll: {s.poll_interval:g} s  "
+            f"heartbeat: {s.heartbeat_interval:g} s",
+            f"jobs registered: {len(registry.names())}",
+        ]
+        for line in lines:
+            logger.info(line)
+        if not registry.names():
+            logger.warning("no jobs are registered: pass -r MODULE for the modules defining them")
+
+    def dump_threads(self) -> None:
+        frames = sys._current_frames()
+        names = {t.ident: t.name for t in threading.enumerate()}
+        logger.warning("thread dump: %d threads", len(frames))
+        for ident, frame in frames.items():
+            stack = "".join(traceback.format_stack(frame))
+            logger.warning("thread %s (%s):\n%s", names.get(ident, "?"), ident, stack.rstrip())

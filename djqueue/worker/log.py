@@ -1,0 +1,154 @@
+"""Log lines in Sidekiq's shape, one per event, cheap enough for the hot path.
+
+    2026-11-22T10:00:00.123Z pid=123 tid=2n5 class=app.jobs.send jid=8f3c... INFO: start
+
+The job's class and jid are kept in a context variable while it runs, so lines its own code logs
+(through any logger that reaches these handlers) carry them too. ``--json-logs`` writes the same
+fields as one JSON object per line, for log collectors.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import logging.handlers
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+logger = logging.getLogger("djqueue.worker")
+
+#: ``(text, fields)`` of the job running in this thread: "class=... jid=..." and its dict.
+job_context: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = contextvars.ContextVar(
+    "djqueue_job_log_context", default=None
+)
+
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+_tids: dict[int, str] = {}
+
+
+def tid(ident: int | None = None) -> str:
+    """A short base-36 id for a thread, the form Sidekiq writes in logs and the busy hash."""
+    ident = threading.get_ident() if ident is None else ident
+    cached = _tids.get(ident)
+    if cached is None:
+        n = (ident ^ os.getpid()) & 0xFFFFFFFFFFFF
+        digits = []
+        while True:
+            n, rest = divmod(n, 36)
+            digits.append(_DIGITS[rest])
+            if not n:
+                break
+        cached = _tids[ident] = "".join(reversed(digits))
+    return cached
+
+
+def bind_job(payload: dict[str, Any]) -> contextvars.Token[Any]:
+    fields = {"class": payload.get("class"), "jid": payload.get("jid")}
+    text = f" class={fields['class']} jid={fields['jid']}"
+    return job_context.set((text, fields))
+
+
+class _Clock:
+    """Formats a timestamp with millisecond precision, reusing the text of the current second."""
+
+    def __init__(self) -> None:
+        self.second = -1
+        self.prefix = ""
+
+    def __call__(self, created: float) -> str:
+        second = int(created)
+        if second != self.second:
+            self.prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self.second = second
+        return f"{self.prefix}.{int((created - second) * 1000):03d}Z"
+
+
+class TextFormatter(logging.Formatter):
+    """``TIME pid=PID tid=TID [class=... jid=...] LEVEL: message``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = _Clock()
+
+    def format(self, record: logging.LogRecord) -> str:
+        context = job_context.get()
+        line = (
+            f"{self.clock(record.created)} pid={record.process} tid={tid(record.thread)}"
+            f"{context[0] if context else ''} {record.levelname}: {record.getMessage()}"
+        )
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ``ts``, ``pid``, ``tid``, ``lvl``, ``msg``, ``ctx``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = _Clock()
+
+    def format(self, record: logging.LogRecord) -> str:
+        context = job_context.get()
+        data: dict[str, Any] = {
+            "ts": self.clock(record.created),
+            "pid": record.process,
+            "tid": tid(record.thread),
+            "lvl": record.levelname,
+            "msg": record.getMessage(),
+        }
+        ctx = dict(context[1]) if context else {}
+        elapsed = getattr(record, "elapsed", None)
+        if elapsed is not None:
+            ctx["elapsed"] = round(elapsed, 3)
+        if ctx:
+            data["ctx"] = ctx
+        if record.exc_info:
+            data["error"] = self.formatException(record.exc_info)
+        return json.dumps(data, default=str)
+
+
+def setup(
+    verbose: bool = False, logfile: str | None = None, json_logs: bool = False
+) -> logging.Handler:
+    """Send djqueue's log (and the root logger's, when nothing else handles it) to stderr or
+    ``logfile``.
+
+    The root logger is only given the handler when it has none, so a framework that has set up
+    logging (Django's ``LOGGING``) keeps it, while a bare worker still shows what jobs log.
+    A log file is reopened when rotated away (``WatchedFileHandler``).
+    """
+    handler: logging.Handler
+    if logfile:
+        handler = logging.handlers.WatchedFileHandler(logfile, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if json_logs else TextFormatter())
+    level = logging.DEBUG if verbose else logging.INFO
+    base = logging.getLogger("djqueue")
+    for old in [h for h in base.handlers if getattr(h, "_djqueue_worker", False)]:
+        base.removeHandler(old)
+        old.close()
+    setattr(handler, "_djqueue_worker", True)  # noqa: B010 - marks handlers setup() added
+    base.addHandler(handler)
+    base.setLevel(level)
+    base.propagate = False
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(handler)
+        root.setLevel(level)
+    return handler
+
+
+def teardown(handler: logging.Handler) -> None:
+    """Remove what `setup` added (tests and embedded runs start and stop several workers)."""
+    for name in ("djqueue", None):
+        log = logging.getLogger(name)
+        if handler in log.handlers:
+            log.removeHandler(handler)
+    logging.getLogger("djqueue").propagate = True
+    handler.close()

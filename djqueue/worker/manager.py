@@ -1,0 +1,127 @@
+"""The manager: starts ``concurrency`` processors, replaces any that dies, and runs shutdown.
+
+Shutdown follows Sidekiq: go quiet (no new fetches), give running jobs until the deadline to
+finish, then push whatever is still unfinished back to the front of its queue. Python cannot
+stop a thread from outside, so jobs still running at that point are abandoned with the process
+(their threads are daemons); their jobs are already back in the queue and will run again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import redis
+
+from ..config import Settings
+from ..keys import Keys
+from .backoff import REDIS_ERRORS
+from .fetch import Fetcher
+from .job_logger import JobLogger, JobSignals
+from .job_retry import JobRetry
+from .log import logger
+from .processor import Processor, compose
+from .stats import Stats
+
+
+class Manager:
+    def __init__(
+        self,
+        settings: Settings,
+        redis_client: redis.Redis,
+        keys: Keys,
+        fetcher: Fetcher,
+        stats: Stats,
+    ) -> None:
+        self.settings = settings
+        self.redis = redis_client
+        self.keys = keys
+        self.fetcher = fetcher
+        self.stats = stats
+        #: Set by quiet(): processors finish their job and fetch nothing more.
+        self.quieting = threading.Event()
+        #: Set when shutdown has pushed unfinished jobs back: stop retrying Redis writes.
+        self.hard_stop = threading.Event()
+        self.retry = JobRetry(redis_client, keys, settings, self.hard_stop)
+        # Outermost first: the retry decision sees what the others already reported.
+        self.handler = compose([self.retry, JobLogger(), JobSignals(), stats])
+        self.processors: set[Processor] = set()
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def start(self) -> None:
+        for _ in range(self.settings.concurrency):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        with self._lock:
+            self._count += 1
+            processor = Processor(self, self._count)
+            self.processors.add(processor)
+        processor.start()
+
+    def processor_stopped(self, processor: Processor) -> None:
+        with self._lock:
+            self.processors.discard(processor)
+
+    def processor_died(self, processor: Processor, exc: BaseException) -> None:
+        """Log, settle the job it held, and start a replacement (unless shutting down)."""
+        logger.error("processor %d died; starting another", processor.number, exc_info=exc)
+        with self._lock:
+            self.processors.discard(processor)
+        unit, done = processor.unit, processor.done
+        try:
+            if unit is not None and not unit.acked:
+                # The job was running: record it as failed, so a job that kills its thread
+                # goes through retries to the dead set instead of looping forever.
+                self.retry.failed(unit, exc)
+            elif done is not None:
+                self.fetcher.ack(done)
+        except Exception:  # noqa: BLE001 - the job stays in the working list; not lost
+            logger.exception("could not settle the job of processor %d", processor.number)
+        if not self.quieting.is_set():
+            self._spawn()
+
+    def quiet(self) -> None:
+        self.quieting.set()
+
+    def busy(self) -> int:
+        return len(self.stats.work)
+
+    def in_hand(self) -> Counter[tuple[str, bytes]]:
+        """Jobs the processors hold (running or waiting for their ack), by working list."""
+        held: Counter[tuple[str, bytes]] = Counter()
+        for processor in list(self.processors):
+            for unit in (processor.unit, processor.done):
+                if unit is not None and not unit.acked:
+                    held[(unit.working, unit.raw)] += 1
+        return held
+
+    def stop(self, deadline: float) -> int:
+        """Quiet, wait for running jobs until ``deadline`` (monotonic), then push back what
+        is unfinished. Returns the number of jobs pushed back."""
+        self.quiet()
+        self._wait(deadline, lambda p: True)
+        # A processor waiting in BLMOVE returns within the block timeout, possibly with a
+        # job; let it put that back itself before the final push-back.
+        self._wait(time.monotonic() + self.fetcher.block_timeout + 1, lambda p: p.blocking)
+        self.hard_stop.set()
+        try:
+            pushed = self.fetcher.requeue_all()
+        except REDIS_ERRORS as exc:
+            logger.error("could not push unfinished jobs back (%s); a live worker will", exc)
+            return 0
+        if pushed:
+            logger.warning("pushed %d unfinished job(s) back to their queues", pushed)
+        return pushed
+
+    def _wait(self, deadline: float, which: Any) -> None:
+        while True:
+            with self._lock:
+                waiting = [p for p in self.processors if which(p)]
+            if not waiting or time.monotonic() >= deadline:
+                return
+            for p in waiting:
+                p.thread.join(max(0.0, min(0.5, deadline - time.monotonic())))

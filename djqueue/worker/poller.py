@@ -1,0 +1,136 @@
+"""The poller: moves due jobs from ``schedule`` and ``retry`` into their queues.
+
+Each job moves atomically (``poller.lua``: ZREM decides, then SADD + LPUSH), so two processes
+polling at once never push one job twice. ``enqueued_at`` is set as the job moves. Client
+middleware is not run again: it ran when the job was first pushed.
+
+**When to poll.** Time is cut into slots of ``poll_interval`` seconds (1 s), and the djqueue
+processes (known from the heartbeat) take turns: process k of n polls at the start of every
+slot s with s % n == k. The cluster as a whole looks once per slot, however many processes
+there are. Each poll also reads the earliest due time; if it falls inside the poller's own slot
+it sleeps until exactly then. So a job known in advance starts on time, a job scheduled at
+short notice waits at most about one slot, and n idle processes cost Redis what one does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable
+
+import redis
+
+from ..keys import Keys
+from ..payload import dumps
+from ..scripts import Script
+from .backoff import REDIS_ERRORS, Backoff
+from .log import logger
+
+_move = Script("djqueue.worker", "poller")
+
+#: Jobs moved per script call; big enough to drain a backlog fast, small enough to keep
+#: Redis responsive for everyone else while it runs.
+BATCH = 100
+
+
+class Poller:
+    def __init__(
+        self,
+        redis_client: redis.Redis,
+        keys: Keys,
+        default_queue: str,
+        interval: float,
+        slot: Callable[[], tuple[int, int]],
+    ) -> None:
+        self.redis = redis_client
+        self.keys = keys
+        self.default_queue = default_queue
+        self.interval = interval
+        #: () -> (my index k, number of processes n), from the latest heartbeat.
+        self.slot = slot
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self.run, name="djqueue-poller", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(10)
+
+    def run(self) -> None:
+        backoff = Backoff("poller", self.stop_event)
+        while not self.stop_event.is_set():
+            try:
+                earliest = self.enqueue_due()
+            except REDIS_ERRORS as exc:
+                backoff.failed(exc)
+                continue
+            backoff.reset()
+            now = time.time()
+            self.stop_event.wait(max(0.0, self.next_poll(now, earliest) - now))
+
+    def next_poll(self, now: float, earliest: float | None) -> float:
+        """When to look next: the start of this process's next slot, or the earliest due time
+        if that comes first and falls in one of its own slots."""
+        k, n = self.slot()
+        slot = math.floor(now / self.interval)
+        ahead = (k - slot) % n or n
+        wake = (slot + ahead) * self.interval
+        if earliest is not None and earliest < wake:
+            if math.floor(earliest / self.interval) % n == k:
+                wake = earliest
+        return wake
+
+    def enqueue_due(self) -> float | None:
+        """Move every due job; return the earliest time still waiting (None if nothing)."""
+        sets = (self.keys.retry, self.keys.schedule)
+        while True:
+            now = time.time()
+            pipe = self.redis.pipeline(transaction=False)
+            for key in sets:
+                pipe.zrange(key, 0, 0, withscores=True)
+            heads = pipe.execute()
+            firsts = [head[0][1] for head in heads if head]
+            due = [key for key, head in zip(sets, heads, strict=True) if head and head[0][1] <= now]
+            if not due:
+                return min(firsts) if firsts else None
+            for key in due:
+                self._drain(key, now)
+
+    def _drain(self, key: str, now: float) -> None:
+        while not self.stop_event.is_set():
+            members = self.redis.zrangebyscore(key, "-inf", now, start=0, num=BATCH)
+            if not members:
+                return
+            keys = [key, self.keys.queues, self.keys.dead]
+            args: list[object] = [now]
+            for member in members:
+                queue, moved = self._prepare(key, bytes(member), now)  # type: ignore[arg-type]
+                keys.append(self.keys.queue(queue) if queue else self.keys.dead)
+                args += (member, moved, queue)
+            _move(self.redis, keys, args)
+            if len(members) < BATCH:
+                return
+
+    def _prepare(self, key: str, member: bytes, now: float) -> tuple[str, str | bytes]:
+        """(queue, JSON to push) for one member; ("", member) when it is not a job object."""
+        try:
+            payload = json.loads(member)
+            if not isinstance(payload, dict):
+                raise ValueError("not a JSON object")
+            payload["enqueued_at"] = now
+            queue = payload.get("queue")
+            if not isinstance(queue, str) or not queue:
+                queue = payload["queue"] = self.default_queue
+            return queue, dumps(payload)
+        except ValueError as exc:
+            logger.error(
+                "malformed job in %s moved to the dead set (%s): %r",
+                self.keys.strip(key),
+                exc,
+                member[:200],
+            )
+            return "", member

@@ -1,0 +1,86 @@
+"""Jobs the worker tests run, in-process and in worker subprocesses (``-r tests.jobs_for_worker``).
+
+They record what happened in Redis (or, for the kill tests, in a file that survives Redis
+restarts), so the tests assert on what a user would see.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import redis
+
+import djqueue
+from djqueue.config import get_settings
+
+_clients: dict[str, redis.Redis] = {}
+
+
+def r() -> redis.Redis:
+    """A decoding client on the configured Redis, separate from djqueue's own pool."""
+    url = get_settings().redis_url
+    client = _clients.get(url)
+    if client is None:
+        client = _clients[url] = redis.Redis.from_url(url, decode_responses=True)
+    return client
+
+
+@djqueue.job(name="t.record")
+def record(key: str, *values: object) -> None:
+    """Append the arguments (as one JSON-ish string) to the list ``key``."""
+    r().rpush(key, repr(list(values)))
+
+
+@djqueue.job(name="t.order")
+def order(key: str, label: str) -> None:
+    r().rpush(key, label)
+
+
+@djqueue.job(name="t.when")
+def when(key: str) -> None:
+    r().rpush(key, repr(time.time()))
+
+
+@djqueue.job(name="t.slow")
+def slow(key: str, seconds: float) -> None:
+    r().rpush(key, "started")
+    time.sleep(seconds)
+    r().rpush(key, "finished")
+
+
+@djqueue.job(name="t.fail", retry=3)
+def fail(message: str) -> None:
+    raise ValueError(message)
+
+
+exhausted: list[tuple[str, str]] = []
+
+
+def _retry_now(count: int, exc: BaseException) -> float:
+    return 0
+
+
+def _exhausted(payload: dict, exc: BaseException) -> None:
+    r().rpush("exhausted", f"{payload['jid']}:{type(exc).__name__}")
+
+
+@djqueue.job(
+    name="t.flaky", retry=1, backtrace=5, retry_in=_retry_now, retries_exhausted=_exhausted
+)
+def flaky(message: str) -> None:
+    raise KeyError(message)
+
+
+@djqueue.job(name="t.mark", retry=25)
+def mark(number: int) -> None:
+    """Write the jid to the file named by DJQ_TEST_RECORD; a small pause keeps jobs in flight."""
+    job = djqueue.current_job()
+    assert job is not None
+    line = f"{job['jid']}\n".encode()
+    fd = os.open(os.environ["DJQ_TEST_RECORD"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+    time.sleep(0.002)
