@@ -9,7 +9,7 @@ around every job.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, cast
 
 from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError
@@ -20,13 +20,25 @@ DJANGO_OPTIONS = frozenset(
 )
 
 
+class _SkipTaken:
+    """Adds arguments minus option strings Django already uses: ``-v`` stays ``--verbosity``,
+    the worker's ``--verbose`` keeps its long form."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.parser = parser
+
+    def add_argument(self, *names: str, **kwargs: Any) -> argparse.Action:
+        taken = {s for action in self.parser._actions for s in action.option_strings}
+        return self.parser.add_argument(*[n for n in names if n not in taken], **kwargs)
+
+
 class Command(BaseCommand):
     help = "Run a djqueue worker (launcher, processors, poller, heartbeat) until TERM or INT."
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from djqueue.worker.cli import add_worker_arguments
 
-        add_worker_arguments(parser)
+        add_worker_arguments(cast(argparse.ArgumentParser, _SkipTaken(parser)))
 
     def handle(self, *args: Any, **options: Any) -> None:
         from djqueue.worker.cli import run_worker

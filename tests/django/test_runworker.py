@@ -1,0 +1,113 @@
+"""``manage.py runworker`` as a real subprocess, on the test database and the private Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+
+from tests.django.conftest import seen
+from tests.django.testapp.models import Order
+from tests.django.testapp.tasks import add_order, shout
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def worker(redis_url: str, tmp_path: Path) -> Iterator[Path]:
+    """A runworker process; yields the path of its stderr log, stopped with TERM after."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.django.settings",
+        "DJQUEUE_REDIS_URL": redis_url,
+        "DJQUEUE_TEST_DATABASE_NAME": str(connection.settings_dict["NAME"]),
+        "PYTHONPATH": str(ROOT),
+    }
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "django",
+                "runworker",
+                "-c",
+                "2",
+                "-q",
+                "default",
+                "-q",
+                "tasks",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        yield log
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+    assert code == 0, log.read_text()
+
+
+def wait_for(r, kind: str, count: int = 1, log: Path | None = None) -> list[dict]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = seen(r, kind)
+        if len(found) >= count:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"no {kind!r} report from the worker; log:\n{log and log.read_text()}")
+
+
+def test_the_job_sees_the_row_its_view_created(client, r, worker):
+    response = client.post("/orders/", {"name": "first"})
+    order_id = response.json()["id"]
+    (report,) = wait_for(r, "order", log=worker)
+    assert report == {"kind": "order", "order_id": order_id, "name": "first"}
+    assert Order.objects.get(pk=order_id).seen_by_job is True
+    assert r.zcard("retry") == 0  # it found the row on its first try
+
+
+def test_request_context_and_log_lines_in_the_worker(client, r, worker):
+    user = User.objects.create_user("grace")
+    client.force_login(user)
+    client.get("/context/?label=w", headers={"x-request-id": "req-77", "accept-language": "de"})
+    (report,) = wait_for(r, "context", log=worker)
+    assert report == {
+        "kind": "context",
+        "label": "w",
+        "request_id": "req-77",
+        "user_id": user.pk,
+        "language": "de",
+    }
+    deadline = time.monotonic() + 10
+    while "[req-77] tests.django.testapp.jobs: reporting w" not in worker.read_text():
+        assert time.monotonic() < deadline, worker.read_text()
+        time.sleep(0.05)
+
+
+def test_django_tasks_run_in_runworker(r, worker):
+    result = add_order.enqueue("from a task", mark=True)
+    shout.enqueue("quiet")
+    (report,) = wait_for(r, "task", log=worker)
+    assert report["name"] == "from a task"
+    assert Order.objects.get(pk=report["order_id"]).seen_by_job is True
+    assert wait_for(r, "async-task", log=worker) == [{"kind": "async-task", "text": "QUIET"}]
+    assert len(result.id) == 24
