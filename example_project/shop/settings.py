@@ -1,0 +1,59 @@
+"""A small shop that confirms orders in the background. Everything environment-specific comes
+from the environment, so the same settings serve the demo, a laptop and a server."""
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+SECRET_KEY = os.environ.get("SECRET_KEY", "example-project-not-secret")
+DEBUG = os.environ.get("DEBUG", "1") == "1"
+ALLOWED_HOSTS = ["*"]
+USE_TZ = True
+ROOT_URLCONF = "shop.urls"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "djqueue.contrib.django",
+    "orders",
+]
+
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "djqueue.contrib.django.middleware.RequestContextMiddleware",
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.environ.get("SHOP_DATABASE", str(BASE_DIR / "db.sqlite3")),
+        "OPTIONS": {"timeout": 20},
+    }
+}
+
+DJQUEUE = {
+    "REDIS_URL": os.environ.get("REDIS_URL", "redis://localhost:6379/0"),
+    "QUEUES": [("critical", 3), ("default", 1)],
+    "CONCURRENCY": int(os.environ.get("DJQUEUE_CONCURRENCY", "5")),
+    "ENQUEUE_ON_COMMIT": True,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "djqueue.context.RequestIdFilter"}},
+    "formatters": {"line": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(message)s"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_id"],
+            "formatter": "line",
+        }
+    },
+    "loggers": {"orders": {"handlers": ["console"], "level": "INFO", "propagate": False}},
+}
