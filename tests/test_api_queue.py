@@ -8,7 +8,7 @@ import time
 import pytest
 
 import djqueue
-from djqueue.api import JobRecord, Queue, Stats
+from djqueue.api import JobRecord, Queue, RetrySet, Stats, find
 
 
 def push(name: str, *args, queue: str = "default") -> str:
@@ -173,3 +173,24 @@ def test_redis_down_raises_the_documented_error():
             _ = Stats().processed
     finally:
         djqueue.configure()
+
+
+def test_find_job_across_several_script_calls(redis_url, r, monkeypatch):
+    # Small bounds, so the search needs several calls and several rounds of candidates.
+    monkeypatch.setattr(find, "SCAN_PER_CALL", 700)
+    monkeypatch.setattr(find, "CANDIDATES", 3)
+    wanted = "e" * 24
+    client = djqueue.Client()
+    client.push({"class": "Target", "args": ["me"], "jid": wanted})
+    client.push_bulk({"class": "Decoy", "args": [[wanted, n] for n in range(10)]})
+    client.push_bulk({"class": "Filler", "args": [[n] for n in range(3000)]})
+
+    found = Queue("default").find_job(wanted)
+    assert found.job_name == "Target" and found.args == ["me"]
+
+    for n in range(5):
+        r.zadd("retry", {json.dumps({"class": "Decoy", "args": [wanted], "jid": f"{n:024x}"}): n})
+    r.zadd("retry", {json.dumps({"class": "Target", "args": [], "jid": wanted}): 5000})
+    for n in range(2000):
+        r.zadd("retry", {json.dumps({"class": "Filler", "args": [n], "jid": f"{n:024d}"}): n + 10})
+    assert RetrySet().find_job(wanted).score == 5000

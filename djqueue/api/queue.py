@@ -13,14 +13,9 @@ from typing import Any
 import redis
 
 from ..config import Settings
-from ..scripts import Script
 from .base import ApiObject, text
+from .find import candidates
 from .record import JobRecord
-
-_find_jid = Script("djqueue.api", "find_jid")
-
-#: Most candidates the find-by-jid script returns; a jid in more args than this is unheard of.
-FIND_LIMIT = 50
 
 
 class Queue(ApiObject):
@@ -97,13 +92,16 @@ class Queue(ApiObject):
             start += len(page) - max(0, size_before - self.size)
 
     def find_job(self, jid: str) -> JobRecord | None:
-        """The job with this jid, found by one script call inside Redis."""
-        found = self._call(lambda: _find_jid(self.redis, [self.key], [jid, "list", FIND_LIMIT]))
-        for raw in found[::2]:
-            record = JobRecord(raw, self)
-            if record.jid == jid:
-                return record
-        return None
+        """The job with this jid, searched for inside Redis (see `djqueue.api.find`)."""
+
+        def find() -> JobRecord | None:
+            for raw, _index in candidates(self.redis, self.key, jid, "list"):
+                record = JobRecord(raw, self)
+                if record.jid == jid:
+                    return record
+            return None
+
+        return self._call(find)
 
     def delete_record(self, record: JobRecord) -> bool:
         """Remove one job by its exact stored value (what `JobRecord.delete` calls)."""

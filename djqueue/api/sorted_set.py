@@ -18,10 +18,9 @@ from ..middleware import client_middleware
 from ..payload import Payload, dumps, now
 from ..scripts import Script
 from .base import ApiObject
-from .queue import FIND_LIMIT
+from .find import candidates
 from .record import SortedEntry
 
-_find_jid = Script("djqueue.api", "find_jid")
 _requeue = Script("djqueue.api", "requeue")
 _kill = Script("djqueue.api", "kill")
 
@@ -109,13 +108,16 @@ class SortedSet(ApiObject):
             yield SortedEntry(member, score, self)
 
     def find_job(self, jid: str) -> SortedEntry | None:
-        """The entry with this jid, found by one script call inside Redis."""
-        found = self._call(lambda: _find_jid(self.redis, [self.key], [jid, "zset", FIND_LIMIT]))
-        for index in range(0, len(found), 2):
-            entry = SortedEntry(found[index], float(found[index + 1]), self)
-            if entry.jid == jid:
-                return entry
-        return None
+        """The entry with this jid, searched for inside Redis (see `djqueue.api.find`)."""
+
+        def find() -> SortedEntry | None:
+            for member, score in candidates(self.redis, self.key, jid, "zset"):
+                entry = SortedEntry(member, float(score), self)
+                if entry.jid == jid:
+                    return entry
+            return None
+
+        return self._call(find)
 
     def fetch(self, score: float, jid: str | None = None) -> list[SortedEntry]:
         """The entries with exactly this score (and this jid, if given)."""
@@ -166,12 +168,11 @@ class SortedSet(ApiObject):
                 payload["retry_count"] = count - 1
             payload["queue"] = queue
             payload.pop("at", None)
-            pushed = client_middleware.invoke(payload["class"], payload, queue, _same(payload))
-            if not pushed:
+            if not _through_middleware(payload):
                 continue
-            pushed["enqueued_at"] = now()
-            keys.append(self.keys.queue(pushed["queue"]))
-            args += [entry.raw, pushed["queue"], dumps(pushed)]
+            payload["enqueued_at"] = now()
+            keys.append(self.keys.queue(payload["queue"]))
+            args += [entry.raw, payload["queue"], dumps(payload)]
         if not args:
             return 0
         return int(self._call(lambda: _requeue(self.redis, keys, args)))
@@ -212,9 +213,23 @@ class SortedSet(ApiObject):
             kept += len(page) - moved
 
 
-def _same(payload: Payload) -> Callable[[], Payload]:
-    """The end of the client middleware chain: the payload, as it was left."""
-    return lambda: payload
+def _through_middleware(payload: Payload) -> bool:
+    """Run the client middleware as a push does; False when one stopped the push.
+
+    As in `djqueue.client.Client`, the push goes ahead when the chain reached its end or
+    returned the payload. A middleware that holds writes back until later (Django's
+    enqueue-on-commit) gets no say over the timing here: the move is one atomic script, and an
+    admin action is not part of the page's transaction.
+    """
+    reached = False
+
+    def final() -> Payload:
+        nonlocal reached
+        reached = True
+        return payload
+
+    result = client_middleware.invoke(payload["class"], payload, payload["queue"], final)
+    return reached or result is payload
 
 
 class ScheduledSet(SortedSet):
