@@ -47,7 +47,18 @@ def runtime_redis(settings: Settings) -> redis.Redis:
 
 
 class Launcher:
-    def __init__(self, settings: Settings | None = None, redis_client: redis.Redis | None = None):
+    """``Launcher(settings).run()``; or `start` and later `stop` when embedding it.
+
+    ``block_timeout`` is how long an idle processor waits in BLMOVE before looking again; it
+    bounds how long an idle worker takes to stop.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        redis_client: redis.Redis | None = None,
+        block_timeout: float = BLOCK_TIMEOUT,
+    ) -> None:
         self.settings = settings or get_settings()
         s = self.settings
         self.redis = redis_client or runtime_redis(s)
@@ -56,7 +67,7 @@ class Launcher:
         self.identity = f"{self.hostname}:{os.getpid()}:{secrets.token_hex(6)}"
         self.started_at = time.time()
         self.stats = Stats()
-        self.fetcher = Fetcher(self.redis, self.keys, self.identity, s.queues, BLOCK_TIMEOUT)
+        self.fetcher = Fetcher(self.redis, self.keys, self.identity, s.queues, block_timeout)
         self.manager = Manager(s, self.redis, self.keys, self.fetcher, self.stats)
         self.heartbeat = Heartbeat(
             self.redis,

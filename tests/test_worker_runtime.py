@@ -1,0 +1,289 @@
+"""The worker runtime in this process, against the session's real Redis: jobs run with their
+arguments, queues are taken in order, failures land in retry then dead, bad data is buried,
+scheduled jobs wait for their time, the heartbeat tells Redis what runs."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import djqueue
+from djqueue import signals
+from djqueue.retry import decode_backtrace
+from djqueue.worker.launcher import Launcher
+
+from . import jobs_for_worker as jobs
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+class Running:
+    """A launcher running its signal loop on a thread, as `run_worker` runs it."""
+
+    def __init__(self, launcher: Launcher) -> None:
+        self.launcher = launcher
+        self.thread = threading.Thread(target=launcher.run, daemon=True)
+
+    @property
+    def identity(self) -> str:
+        return self.launcher.identity
+
+    def stop(self) -> None:
+        self.launcher.signal("TERM")
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def worker(redis_url: str) -> Iterator[Callable[..., Running]]:
+    started: list[Running] = []
+
+    def start(**changes: Any) -> Running:
+        changes.setdefault("heartbeat_interval", 0.3)
+        settings = djqueue.get_settings().replace(**changes)
+        running = Running(Launcher(settings, block_timeout=0.2))
+        running.thread.start()
+        wait_for(lambda: running.launcher.manager.processors)
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        if running.thread.is_alive():
+            running.stop()
+
+
+def test_a_job_runs_with_its_args(worker, r):
+    jid = jobs.record.perform_later("out", 1, "two", {"three": [3.5, None]})
+    w = worker()
+    assert wait_for(lambda: r.lrange("out", 0, -1)) == ["[1, 'two', {'three': [3.5, None]}]"]
+    wait_for(lambda: not r.llen(f"working:{w.identity}:default"))
+    assert r.llen("queue:default") == 0
+    w.stop()
+    assert r.get("stat:processed") == "1"
+    assert r.get("stat:failed") is None
+    assert jid
+
+
+def test_strict_order_takes_queues_in_the_order_given(worker, r):
+    for i in range(5):
+        jobs.order.set(queue="low").perform_later("seen", f"low{i}")
+    for i in range(5):
+        jobs.order.set(queue="high").perform_later("seen", f"high{i}")
+    worker(concurrency=1, queues=(("high", 0), ("low", 0)))
+    seen = wait_for(lambda: r.llen("seen") == 10 and r.lrange("seen", 0, -1))
+    assert seen == [f"high{i}" for i in range(5)] + [f"low{i}" for i in range(5)]
+
+
+def test_weighted_order_mixes_queues_by_weight(worker, r):
+    jobs.order.set(queue="a").perform_bulk([["seen", "a"]] * 200)
+    jobs.order.set(queue="b").perform_bulk([["seen", "b"]] * 200)
+    worker(concurrency=1, queues=(("a", 3), ("b", 1)))
+    seen = wait_for(lambda: r.llen("seen") == 400 and r.lrange("seen", 0, -1), timeout=60)
+    first = seen[:100]
+    # With weights 3:1, queue a comes first in 3 of 4 fetches: about 75 of the first 100.
+    assert 55 <= first.count("a") <= 95
+    assert first.count("b") >= 5
+
+
+def test_a_failing_job_lands_in_retry_with_sidekiqs_fields(worker, r):
+    jid = jobs.fail.perform_later("boom")
+    w = worker()
+    member, score = wait_for(lambda: r.zrange("retry", 0, -1, withscores=True))[0]
+    job = json.loads(member)
+    assert job["jid"] == jid
+    assert job["class"] == "t.fail"
+    assert job["args"] == ["boom"]
+    assert job["queue"] == "default"
+    assert job["retry"] == 3
+    assert job["error_class"] == "ValueError"
+    assert job["error_message"] == "boom"
+    assert job["retry_count"] == 0
+    assert isinstance(job["failed_at"], float)
+    assert "retried_at" not in job and "error_backtrace" not in job
+    assert job["failed_at"] + 15 <= score <= job["failed_at"] + 15 + 9
+    assert r.llen(f"working:{w.identity}:default") == 0
+    w.stop()
+    assert r.get("stat:failed") == "1"
+    assert r.get("stat:processed") == "1"
+
+
+def test_retries_then_dead_with_hooks_and_signals(worker, r):
+    dead: list[dict] = []
+    retried: list[float] = []
+
+    def on_dead(sender, payload, exception, **kw):
+        dead.append(payload)
+
+    def on_retry(sender, payload, exception, retry_at, **kw):
+        retried.append(retry_at)
+
+    signals.job_dead.connect(on_dead)
+    signals.job_retry_scheduled.connect(on_retry)
+    try:
+        jid = jobs.flaky.perform_later("missing")
+        worker()
+        member = wait_for(lambda: r.zrange("dead", 0, -1))[0]
+    finally:
+        signals.job_dead.disconnect(on_dead)
+        signals.job_retry_scheduled.disconnect(on_retry)
+    job = json.loads(member)
+    assert job["jid"] == jid
+    assert job["retry_count"] == 1
+    assert job["error_class"] == "KeyError"
+    assert job["error_message"] == "'missing'"
+    assert job["retried_at"] >= job["failed_at"]
+    lines = decode_backtrace(job["error_backtrace"])
+    assert 1 <= len(lines) <= 5
+    assert "jobs_for_worker.py" in lines[0] and "in `flaky'" in lines[0]
+    assert r.zcard("retry") == 0
+    assert r.lrange("exhausted", 0, -1) == [f"{jid}:KeyError"]
+    assert len(retried) == 1
+    assert [p["jid"] for p in dead] == [jid]
+
+
+def test_retry_false_goes_straight_to_dead_unless_dead_false(worker, r):
+    to_dead = jobs.fail.set(retry=False).perform_later("no retry")
+    jobs.fail.set(retry=0, dead=False).perform_later("dropped")
+    jobs.record.perform_later("after")
+    w = worker(concurrency=1)
+    wait_for(lambda: r.llen("after"))
+    w.stop()
+    assert [json.loads(m)["jid"] for m in r.zrange("dead", 0, -1)] == [to_dead]
+    assert r.zcard("retry") == 0
+    assert r.get("stat:failed") == "2"
+
+
+def test_unknown_job_goes_to_retry_and_the_worker_goes_on(worker, r):
+    djqueue.Client().push({"class": "nope.Missing", "args": [1]})
+    jobs.record.perform_later("after", "ok")
+    worker(concurrency=1)
+    assert wait_for(lambda: r.lrange("after", 0, -1)) == ["['ok']"]
+    job = json.loads(wait_for(lambda: r.zrange("retry", 0, -1))[0])
+    assert job["error_class"] == "djqueue.errors.UnknownJob"
+    assert "nope.Missing" in job["error_message"]
+
+
+def test_malformed_payloads_go_to_dead_with_their_text(worker, r):
+    bad = ["not json {", '{"args": [1]}', "[1, 2]", '{"class": "t.record", "args": "x"}']
+    for text in bad:
+        r.lpush("queue:default", text)
+    jobs.record.perform_later("after", "ok")
+    worker(concurrency=1)
+    assert wait_for(lambda: r.lrange("after", 0, -1)) == ["['ok']"]
+    assert sorted(r.zrange("dead", 0, -1)) == sorted(bad)
+
+
+def test_a_scheduled_job_runs_after_its_time_and_not_before(worker, r):
+    worker()
+    at = time.time() + 1.5
+    jobs.when.perform_at(at, "ran")
+    ran_at = float(wait_for(lambda: r.lrange("ran", 0, -1))[0])
+    assert ran_at >= at
+    assert r.zcard("schedule") == 0
+
+
+def test_heartbeat_shows_the_process_and_its_busy_work(worker, r):
+    jid = jobs.slow.perform_later("slow", 2.0)
+    w = worker(concurrency=2, tag="web1", labels=("blue",))
+    wait_for(lambda: r.lrange("slow", 0, -1))
+    wait_for(lambda: r.hget(w.identity, "busy") == "1")
+    assert w.identity in r.smembers("processes")
+    process = r.hgetall(w.identity)
+    info = json.loads(process["info"])
+    assert info["identity"] == w.identity
+    assert info["concurrency"] == 2 and info["queues"] == ["default"]
+    assert info["tag"] == "web1" and info["labels"] == ["blue"]
+    assert process["quiet"] == "false"
+    assert int(process["rss"]) > 0 and int(process["rtt_us"]) >= 0
+    assert 0 < r.ttl(w.identity) <= 60
+    for key in (f"{w.identity}:work", f"{w.identity}:workers"):
+        (value,) = r.hgetall(key).values()
+        work = json.loads(value)
+        assert work["queue"] == "default"
+        assert json.loads(work["payload"])["jid"] == jid
+        assert isinstance(work["run_at"], int)
+    w.stop()
+    assert w.identity not in r.smembers("processes")
+    assert not r.exists(w.identity, f"{w.identity}:work", f"{w.identity}:workers")
+    assert r.get("stat:processed") == "1"
+    assert r.get(f"stat:processed:{time.strftime('%Y-%m-%d', time.gmtime())}") == "1"
+
+
+def test_remote_tstp_quiets_the_process(worker, r):
+    w = worker()
+    r.lpush(f"{w.identity}-signals", "TSTP")
+    wait_for(lambda: r.hget(w.identity, "quiet") == "true")
+    jobs.record.perform_later("after")
+    time.sleep(1.0)
+    assert r.llen("queue:default") == 1
+    assert not r.exists("after")
+
+
+def test_orphaned_jobs_of_a_dead_process_are_pushed_back(worker, r):
+    dead = "gone-host:4242:0123456789ab"
+    live = "other-host:4343:ba9876543210"
+    r.hset("working_lists", mapping={dead: '["default"]', live: '["default"]'})
+    r.hset(live, "info", "{}")
+    orphan = json.dumps({"class": "t.record", "args": ["orphan"], "jid": "a" * 24})
+    kept = json.dumps({"class": "t.record", "args": ["kept"], "jid": "b" * 24})
+    r.lpush(f"working:{dead}:default", orphan)
+    r.lpush(f"working:{live}:default", kept)
+    worker()
+    wait_for(lambda: r.llen("orphan"))
+    assert not r.exists(f"working:{dead}:default")
+    assert not r.hexists("working_lists", dead)
+    assert r.lrange(f"working:{live}:default", 0, -1) == [kept]
+
+
+def test_a_job_no_processor_holds_is_pushed_back(worker, r):
+    w = worker()
+    leaked = json.dumps({"class": "t.record", "args": ["leaked"], "jid": "c" * 24})
+    r.lpush(f"working:{w.identity}:default", leaked)
+    wait_for(lambda: r.llen("leaked"))
+
+
+def test_dead_processes_leave_the_processes_set(worker, r):
+    r.sadd("processes", "ghost:1:aaaaaaaaaaaa")
+    w = worker()
+    wait_for(lambda: r.smembers("processes") == {w.identity})
+
+
+class Fatal(BaseException):
+    """Not an Exception: escapes the job's error handling and ends the processor thread."""
+
+
+def test_a_processor_that_dies_is_replaced(worker, r):
+    fired = []
+
+    def kill_once(job, payload, queue, call_next):
+        if not fired:
+            fired.append(payload["jid"])
+            raise Fatal("processor killed")
+        return call_next()
+
+    djqueue.server_middleware.add(kill_once)
+    try:
+        jobs.record.perform_later("first")
+        jobs.record.perform_later("second")
+        w = worker(concurrency=1)
+        wait_for(lambda: r.llen("second"))
+        job = json.loads(wait_for(lambda: r.zrange("retry", 0, -1))[0])
+        assert job["jid"] == fired[0]
+        assert job["error_class"] == f"{__name__}.Fatal"
+        assert len(w.launcher.manager.processors) == 1
+    finally:
+        djqueue.server_middleware.remove(kill_once)
