@@ -8,13 +8,13 @@ so a page listing a queue never fails on one bad entry and the entry can still b
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import time
 import zlib
 from typing import TYPE_CHECKING, Any
 
+from .. import retry
 from ..payload import Payload, to_seconds
 from .base import text
 
@@ -215,15 +215,13 @@ class SortedEntry(JobRecord):
 
 
 def decode_backtrace(value: Any) -> list[str] | None:
-    """Sidekiq stores backtraces as Base64 of zlib-compressed JSON; old jobs as a plain list."""
-    if value is None:
-        return None
+    """Sidekiq stores backtraces as Base64 of zlib-compressed JSON; old jobs as a plain list.
+    None when there is none or it cannot be read (a listing must not fail on one entry)."""
     if isinstance(value, list):
         return [str(line) for line in value]
     if not isinstance(value, str):
         return None
     try:
-        lines = json.loads(zlib.decompress(base64.b64decode(value)))
-    except (binascii.Error, zlib.error, ValueError):
+        return [str(line) for line in retry.decode_backtrace(value)]
+    except (binascii.Error, zlib.error, ValueError, TypeError):
         return None
-    return [str(line) for line in lines] if isinstance(lines, list) else None

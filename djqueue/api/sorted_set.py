@@ -16,6 +16,7 @@ import redis
 from ..config import Settings
 from ..middleware import client_middleware
 from ..payload import Payload, dumps, now
+from ..retry import add_to_dead
 from ..scripts import Script
 from .base import ApiObject
 from .find import candidates
@@ -277,27 +278,23 @@ class DeadSet(_Failed):
 
     def kill(self, job: Payload | str | bytes) -> None:
         """Add a job (a payload or its JSON) to the dead set now, then trim the set."""
-        member: Any = dumps(job) if isinstance(job, dict) else job
-        t = now()
+        member = dumps(job) if isinstance(job, dict) else job
 
         def run() -> None:
             pipe = self.redis.pipeline(transaction=True)
-            pipe.zadd(self.key, {member: t})
-            self._trim(pipe, t)
+            add_to_dead(pipe, self.keys, member, now(), self.settings)
             pipe.execute()
 
         self._call(run)
 
     def trim(self) -> None:
         """Drop jobs older than ``dead_timeout`` and all but the newest ``dead_max_jobs``."""
+        t = now()
 
         def run() -> None:
             pipe = self.redis.pipeline(transaction=True)
-            self._trim(pipe, now())
+            pipe.zremrangebyscore(self.key, "-inf", t - self.settings.dead_timeout)
+            pipe.zremrangebyrank(self.key, 0, -(self.settings.dead_max_jobs + 1))
             pipe.execute()
 
         self._call(run)
-
-    def _trim(self, pipe: Any, t: float) -> None:
-        pipe.zremrangebyscore(self.key, "-inf", f"({t - self.settings.dead_timeout!r}")
-        pipe.zremrangebyrank(self.key, 0, -(self.settings.dead_max_jobs + 1))
