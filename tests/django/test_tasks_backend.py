@@ -22,7 +22,7 @@ try:
 except ImportError:  # Django 5.2: the django-tasks backport
     from django_tasks import signals  # type: ignore[no-redef]
     from django_tasks.base import TaskResultStatus  # type: ignore[no-redef]
-    from django_tasks.exceptions import InvalidTask  # type: ignore[no-redef]
+    from django_tasks.exceptions import InvalidTaskError as InvalidTask  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
