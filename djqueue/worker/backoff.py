@@ -7,6 +7,7 @@ a restarting Redis or a failover costs time, not threads or jobs.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -26,8 +27,44 @@ class GaveUp(Exception):
     """The process is stopping and the call never got through."""
 
 
+class _Outage:
+    """Process-wide outage state, so ten processors losing Redis at once log two lines
+    (lost, back), not twenty."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.down_since: float | None = None
+        self.last_report = 0.0
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        now = time.monotonic()
+        with self.lock:
+            first = self.down_since is None
+            if first:
+                self.down_since = now
+            elif now - self.last_report < 60:
+                return
+            self.last_report = now
+        logger.warning(
+            "%s Redis (%s: %s); retrying with backoff",
+            "lost" if first else "still no",
+            type(exc).__name__,
+            exc,
+            extra={"source": what},
+        )
+
+    def recovered(self) -> None:
+        with self.lock:
+            since, self.down_since = self.down_since, None
+        if since is not None:
+            logger.info("Redis reachable again after %.1f s", time.monotonic() - since)
+
+
+outage = _Outage()
+
+
 class Backoff:
-    """Pauses of 0.05 s doubling up to ``cap`` seconds; `reset` after a success."""
+    """Pauses of 0.1 s doubling up to ``cap`` seconds; `reset` after a success."""
 
     def __init__(self, what: str, stop: threading.Event | None = None, cap: float = 5.0) -> None:
         self.what = what
@@ -36,23 +73,15 @@ class Backoff:
         self.failures = 0
 
     def failed(self, exc: BaseException) -> None:
-        """Log (first failure, then about once a minute) and sleep; returns early on stop."""
+        """Report the failure and sleep; returns early when ``stop`` is set."""
         self.failures += 1
-        pause = min(0.05 * 2 ** min(self.failures, 10), self.cap)
-        if self.failures == 1 or self.failures % max(1, int(60 / self.cap)) == 0:
-            logger.warning(
-                "%s: Redis error (%s: %s); retrying every %.1f s at most",
-                self.what,
-                type(exc).__name__,
-                exc,
-                self.cap,
-            )
-        self.stop.wait(pause)
+        outage.failed(self.what, exc)
+        self.stop.wait(min(0.05 * 2 ** min(self.failures, 10), self.cap))
 
     def reset(self) -> None:
         if self.failures:
-            logger.info("%s: Redis reachable again after %d failed tries", self.what, self.failures)
-        self.failures = 0
+            self.failures = 0
+            outage.recovered()
 
 
 def keep_trying(fn: Callable[[], T], what: str, stop: threading.Event | None = None) -> T:

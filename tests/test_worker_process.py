@@ -1,0 +1,283 @@
+"""Real worker processes (``python -m djqueue.worker.cli worker``): signals, the CLI, and the
+kill tests, where workers die by SIGKILL and Redis restarts under them, and no job is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+import djqueue
+
+from . import jobs_for_worker as jobs
+from .redis_server import RedisServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"{what or 'condition'} not met within {timeout} s")
+
+
+class WorkerProcess:
+    """One ``djqueue worker`` subprocess; its log goes to a file the test can read."""
+
+    def __init__(self, url: str, log: Path, record: Path | None, *args: str) -> None:
+        self.url = url
+        self.log = log
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        if record is not None:
+            env["DJQ_TEST_RECORD"] = str(record)
+        self._log_file = open(log, "ab")  # noqa: SIM115 - closed in wait()
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "djqueue.worker.cli",
+                "worker",
+                "-r",
+                "tests.jobs_for_worker",
+                "--redis-url",
+                url,
+                *args,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def identity(self, r: redis.Redis) -> str:
+        """Wait for the first heartbeat; the identity carries the pid."""
+
+        def find() -> str | None:
+            for member in r.smembers("processes"):
+                name = member.decode() if isinstance(member, bytes) else member
+                if f":{self.pid}:" in name:
+                    return name
+            assert self.process.poll() is None, self.output()
+            return None
+
+        return wait_for(find, what="first heartbeat")
+
+    def send(self, sig: int) -> None:
+        self.process.send_signal(sig)
+
+    def wait(self, timeout: float = 30) -> int:
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self._log_file.close()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.wait()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+    started: list[WorkerProcess] = []
+
+    def start(url: str, *args: str, record: Path | None = None) -> WorkerProcess:
+        worker = WorkerProcess(url, tmp_path / f"worker{len(started)}.log", record, *args)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.kill()
+
+
+def test_term_pushes_an_unfinished_job_back_and_exits_0(spawn, redis_url, r):
+    jid = jobs.slow.perform_later("slow", 60)
+    worker = spawn(redis_url, "-t", "1")
+    identity = worker.identity(r)
+    wait_for(lambda: r.lrange("slow", 0, -1) == ["started"])
+    worker.send(signal.SIGTERM)
+    assert worker.wait() == 0
+    queued = [json.loads(x) for x in r.lrange("queue:default", 0, -1)]
+    assert [job["jid"] for job in queued] == [jid]
+    assert not r.exists(f"working:{identity}:default")
+    assert identity not in r.smembers("processes")
+    assert "pushed 1 unfinished job(s) back" in worker.output()
+
+
+def test_term_lets_a_running_job_finish_within_the_timeout(spawn, redis_url, r):
+    jobs.slow.perform_later("slow", 0.5)
+    worker = spawn(redis_url, "-t", "20")
+    worker.identity(r)
+    wait_for(lambda: r.lrange("slow", 0, -1) == ["started"])
+    worker.send(signal.SIGINT)
+    assert worker.wait() == 0
+    assert r.lrange("slow", 0, -1) == ["started", "finished"]
+    assert r.llen("queue:default") == 0
+
+
+def test_tstp_stops_fetching(spawn, redis_url, r):
+    worker = spawn(redis_url)
+    identity = worker.identity(r)
+    worker.send(signal.SIGTSTP)
+    wait_for(lambda: r.hget(identity, "quiet") == "true")
+    jobs.record.perform_later("after")
+    time.sleep(2.5)
+    assert r.llen("queue:default") == 1 and not r.exists("after")
+    worker.send(signal.SIGTERM)
+    assert worker.wait() == 0
+    assert r.llen("queue:default") == 1
+
+
+def test_ttin_logs_every_threads_stack(spawn, redis_url, r):
+    worker = spawn(redis_url, "-c", "2")
+    worker.identity(r)
+    worker.send(signal.SIGTTIN)
+    text = wait_for(lambda: "djqueue-heartbeat" in worker.output() and worker.output())
+    assert "thread dump" in text
+    assert "djqueue-processor-1" in text and "djqueue-processor-2" in text
+    worker.send(signal.SIGTERM)
+    assert worker.wait() == 0
+
+
+def test_log_lines_and_banner(spawn, redis_url, r, tmp_path):
+    jid = jobs.record.perform_later("out", 1)
+    logfile = tmp_path / "json.log"
+    worker = spawn(
+        redis_url, "-q", "critical,2", "-q", "default", "--json-logs", "-L", str(logfile)
+    )
+    worker.identity(r)
+    wait_for(lambda: r.llen("out"))
+    worker.send(signal.SIGTERM)
+    assert worker.wait() == 0
+    lines = [json.loads(line) for line in logfile.read_text().splitlines()]
+    messages = [line["msg"] for line in lines]
+    assert any("queues: critical,2, default (weighted)" in m for m in messages)
+    mine = [line for line in lines if line.get("ctx", {}).get("jid") == jid]
+    assert [line["msg"] for line in mine][0] == "start"
+    assert mine[1]["msg"].startswith("done: ") and mine[1]["ctx"]["class"] == "t.record"
+    assert all(line["pid"] == worker.pid for line in lines)
+
+
+def test_cli_stats_and_queues(redis_url, r):
+    jobs.record.set(queue="mailers").perform_bulk([["x"]] * 3)
+    jobs.fail.perform_in(3600, "later")
+    r.set("stat:processed", 42)
+
+    def cli(*args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-m", "djqueue.worker.cli", *args, "--redis-url", redis_url],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return result.stdout
+
+    stats = dict(line.split(None, 1) for line in cli("stats").splitlines())
+    assert stats["processed"] == "42"
+    assert stats["enqueued"] == "3"
+    assert stats["scheduled"] == "1"
+    rows = cli("queues").splitlines()
+    assert rows[0].split() == ["queue", "size", "latency"]
+    assert rows[1].split()[:2] == ["mailers", "3"]
+
+
+def test_help_documents_every_flag():
+    result = subprocess.run(
+        [sys.executable, "-m", "djqueue.worker.cli", "worker", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for flag in (
+        "--require",
+        "--queue",
+        "--concurrency",
+        "--timeout",
+        "--redis-url",
+        "--namespace",
+        "--tag",
+        "--verbose",
+        "--logfile",
+        "--json-logs",
+    ):
+        assert flag in result.stdout
+
+
+def recorded(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
+def test_kill_9_loses_no_job(spawn, redis_url, r, tmp_path):
+    """Push a few thousand jobs, SIGKILL the worker several times while they run, restart it:
+    every jid has run at least once."""
+    record = tmp_path / "ran.txt"
+    jids = set(jobs.mark.perform_bulk([[i] for i in range(3000)]))
+    for _ in range(4):
+        worker = spawn(redis_url, "-c", "10", record=record)
+        before = len(recorded(record))
+        wait_for(lambda n=before: len(recorded(record)) >= n + 300, timeout=60, what="progress")
+        worker.kill()  # SIGKILL, then reaped, so its pid is gone when the next one starts
+        assert worker.process.returncode == -signal.SIGKILL
+    assert len(set(recorded(record))) < len(jids), "the kills came too late to test anything"
+    final = spawn(redis_url, "-c", "10", record=record)
+    wait_for(lambda: set(recorded(record)) >= jids, timeout=90, what="every job run")
+    final.send(signal.SIGTERM)
+    assert final.wait() == 0
+    # The killed workers' jobs in flight were taken back by their successors at start-up.
+    assert "left by dead process" in final.output()
+    assert set(recorded(record)) == jids
+    assert r.llen("queue:default") == 0
+    assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+    assert not r.keys("working:*")
+
+
+def test_redis_restarts_under_a_running_worker(spawn, tmp_path):
+    """Redis (AOF, appendfsync always) restarts twice mid-run; the worker reconnects by itself
+    and every job runs."""
+    server = RedisServer(durable=True).start()
+    try:
+        djqueue.configure(redis_url=server.url)
+        record = tmp_path / "ran.txt"
+        jids = set(jobs.mark.perform_bulk([[i] for i in range(2000)]))
+        worker = spawn(server.url, "-c", "10", record=record)
+        for _ in range(2):
+            before = len(recorded(record))
+            wait_for(lambda n=before: len(recorded(record)) >= n + 300, timeout=60, what="progress")
+            server.restart(down_for=0.5)
+        wait_for(lambda: set(recorded(record)) >= jids, timeout=90, what="every job run")
+        assert worker.process.poll() is None
+        assert "Redis reachable again" in worker.output()
+        worker.send(signal.SIGTERM)
+        assert worker.wait() == 0
+        client = server.client()
+        assert client.llen("queue:default") == 0
+        assert client.zcard("retry") == 0 and client.zcard("dead") == 0
+        client.close()
+    finally:
+        server.close()
