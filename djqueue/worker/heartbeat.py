@@ -22,6 +22,7 @@ from ..keys import Keys
 from ..payload import dumps
 from .backoff import REDIS_ERRORS, Backoff
 from .fetch import Fetcher, index_key
+from .log import logger
 from .stats import Stats
 
 #: Seconds the identity and work hashes live without a beat (Sidekiq's value).
@@ -181,6 +182,9 @@ class HeartbeatThread:
             except REDIS_ERRORS as exc:
                 backoff.failed(exc)
                 continue
+            except Exception:
+                logger.exception("heartbeat failed; trying again next beat")
+                continue
             backoff.reset()
             if signal:
                 self.on_signal(signal)
@@ -188,3 +192,5 @@ class HeartbeatThread:
                 self.after_beat()
             except REDIS_ERRORS as exc:
                 backoff.failed(exc)
+            except Exception:
+                logger.exception("janitor failed; trying again next beat")

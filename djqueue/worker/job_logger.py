@@ -7,13 +7,24 @@ decision and inside nothing else, so they see every attempt exactly once.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any
 
 from .. import signals
 from .fetch import Unit
 from .log import bind_job, job_context, logger
+
+_RUNTIME = os.path.dirname(os.path.abspath(__file__))
+
+
+def _job_frames(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback from the first frame outside the runtime: the job's story, not ours."""
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_RUNTIME):
+        tb = tb.tb_next
+    return tb
 
 
 class JobLogger:
@@ -33,7 +44,11 @@ class JobLogger:
                 if info:
                     logger.info("fail: %.3f sec", elapsed, extra={"elapsed": elapsed})
                 logger.warning(
-                    "%s: %s", type(exc).__name__, exc, exc_info=exc, extra={"elapsed": elapsed}
+                    "%s: %s",
+                    type(exc).__name__,
+                    exc,
+                    exc_info=(type(exc), exc, _job_frames(exc.__traceback__)),
+                    extra={"elapsed": elapsed},
                 )
                 raise
             if info:

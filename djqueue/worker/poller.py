@@ -68,6 +68,11 @@ class Poller:
             except REDIS_ERRORS as exc:
                 backoff.failed(exc)
                 continue
+            except Exception:
+                # A bug must not end scheduling for the life of the process.
+                logger.exception("poller failed; trying again")
+                self.stop_event.wait(self.interval)
+                continue
             backoff.reset()
             now = time.time()
             self.stop_event.wait(max(0.0, self.next_poll(now, earliest) - now))

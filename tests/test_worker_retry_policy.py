@@ -1,0 +1,98 @@
+"""The retry policy (djqueue.retry): Sidekiq's backoff, attempts, failure fields, backtraces
+and dead-set limits."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from djqueue import retry
+from djqueue.config import Settings
+from djqueue.keys import Keys
+
+
+def test_default_backoff_is_sidekiqs_formula():
+    for count in (0, 1, 5, 24):
+        delays = {retry.default_delay(count) for _ in range(400)}
+        low = count**4 + 15
+        assert min(delays) >= low and max(delays) <= low + 9 * (count + 1)
+        assert all((d - low) % (count + 1) == 0 for d in delays)
+        assert len(delays) > 5  # the random part is there
+
+
+@pytest.mark.parametrize(
+    ("option", "expected"), [(True, 25), (5, 5), (0, 0), (False, 0), ("x", 0), (None, 0)]
+)
+def test_max_attempts(option, expected):
+    assert retry.max_attempts({"retry": option}, Settings()) == expected
+
+
+def test_max_attempts_follows_the_setting():
+    assert retry.max_attempts({"retry": True}, Settings(max_retries=3)) == 3
+    assert retry.max_attempts({}, Settings(max_retries=3)) == 3
+
+
+def test_retry_in_hook_answers():
+    class Hooked:
+        def __init__(self, answer):
+            self.answer = answer
+
+        def retry_in(self, count, exc):
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    exc = ValueError("x")
+    assert retry.delay_for(Hooked(7), 0, exc) == 7.0
+    assert retry.delay_for(Hooked("kill"), 0, exc) == "kill"
+    assert retry.delay_for(Hooked("discard"), 0, exc) == "discard"
+    for fallback in (None, "soon", -1, RuntimeError("bug in hook")):
+        assert 15 <= retry.delay_for(Hooked(fallback), 0, exc) <= 24
+    assert 15 <= retry.delay_for(None, 0, exc) <= 24
+
+
+def test_record_failure_fields_first_and_later():
+    payload = {"class": "x", "args": [], "queue": "default", "retry_queue": "slow"}
+    try:
+        raise ValueError("m" * 20_000)
+    except ValueError as exc:
+        assert retry.record_failure(payload, exc, "default", 100.0) == 0
+        assert retry.record_failure(payload, exc, "slow", 200.0) == 1
+    assert payload["queue"] == "slow"
+    assert payload["error_class"] == "ValueError"
+    assert len(payload["error_message"]) == 10_000
+    assert payload["failed_at"] == 100.0 and payload["retried_at"] == 200.0
+    assert payload["retry_count"] == 1
+    assert "error_backtrace" not in payload
+
+
+class PaymentFailed(Exception):
+    pass
+
+
+def _inner():
+    raise PaymentFailed("card declined")
+
+
+def test_backtrace_option_stores_compressed_lines_innermost_first():
+    payload = {"class": "x", "args": [], "backtrace": 1}
+    try:
+        _inner()
+    except PaymentFailed as exc:
+        retry.record_failure(payload, exc, "default", 1.0)
+    assert payload["error_class"] == f"{__name__}.PaymentFailed"
+    lines = retry.decode_backtrace(payload["error_backtrace"])
+    assert len(lines) == 1 and lines[0].endswith(":in `_inner'")
+
+
+def test_dead_set_is_trimmed_by_age_and_count(redis_url, r):
+    settings = Settings(dead_max_jobs=3, dead_timeout=100.0)
+    now = time.time()
+    r.zadd("dead", {"ancient": now - 1000})
+    for i in range(5):
+        pipe = r.pipeline()
+        retry.add_to_dead(pipe, Keys(), json.dumps({"n": i}), now + i, settings)
+        pipe.execute()
+    assert [json.loads(m)["n"] for m in r.zrange("dead", 0, -1)] == [2, 3, 4]
