@@ -17,13 +17,15 @@ import redis
 
 from . import config, connection
 from .config import Settings
+from .errors import RedisUnavailable
 from .keys import Keys
 from .middleware import Chain, client_middleware
-from .payload import Payload, check_json_args, dumps, new_jid, now
+from .payload import Payload, check_json_args, check_json_options, dumps, new_jid, now
 from .scripts import Script
 from .signals import job_enqueued
 
 _push_script = Script("djqueue.lua", "push")
+_push_one_script = Script("djqueue.lua", "push_one")
 
 #: Item keys that are not written into the payload.
 _CLIENT_ONLY = ("at",)
@@ -72,21 +74,42 @@ class Client:
             raise ValueError("push_bulk: 'at' must have one entry per job")
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        base = {k: v for k, v in item.items() if k not in ("args", "at", "jid")}
+        # Everything but args, jid and at is shared: normalise and check it once (Sidekiq does
+        # the same, so the jobs of one bulk share created_at), then copy it per job.
+        base = {k: v for k, v in item.items() if k not in ("at", "jid")}
+        base["args"] = []
+        if not isinstance(at, list):
+            base["at"] = at
+        template = self.normalize(base)
+        template.pop("at", None)
         payloads: list[Payload] = []
         for index, args in enumerate(args_list):
-            one = {**base, "args": args}
+            try:
+                check_json_args(args)
+            except TypeError as exc:
+                raise TypeError(f"push_bulk job #{index}: {exc}") from None
+            one = template.copy()
+            one["args"] = args
+            one["jid"] = new_jid()
             when = at[index] if isinstance(at, list) else at
             if when is not None:
+                if not isinstance(when, (int, float)) or isinstance(when, bool):
+                    raise TypeError(
+                        f"push_bulk job #{index}: 'at' must be epoch seconds, "
+                        f"got {type(when).__name__}"
+                    )
                 one["at"] = when
-            try:
-                payloads.append(self.normalize(one))
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"push_bulk job #{index}: {exc}") from None
+            payloads.append(one)
         jids: list[str] = []
+        direct = not len(self.middleware) and getattr(_batch, "pending", None) is None
         for start in range(0, len(payloads), batch_size):
+            batch = payloads[start : start + batch_size]
+            if direct:  # nothing can stop or hold a job: write the batch as it is
+                self.raw_push(batch)
+                jids += [payload["jid"] for payload in batch]
+                continue
             with batched():
-                for payload in payloads[start : start + batch_size]:
+                for payload in batch:
                     if self._through_middleware(payload):
                         jids.append(payload["jid"])
         return jids
@@ -141,9 +164,9 @@ class Client:
             raise TypeError(f"'at' must be epoch seconds, got {type(at).__name__}")
         if not payload.get("jid"):
             payload["jid"] = new_jid()
-        payload.setdefault("created_at", now())
-        extra = {k: v for k, v in payload.items() if k not in ("args", "class")}
-        check_json_args(extra, root="option")
+        if "created_at" not in payload:
+            payload["created_at"] = now()
+        check_json_options(item)
         return payload
 
     # -- the write -----------------------------------------------------------------------------
@@ -152,8 +175,8 @@ class Client:
         """Write normalised payloads; due jobs to their queues, future ones to ``schedule``.
 
         One EVALSHA of ``lua/push.lua`` whatever the mix of queues and times, so a batch is
-        written whole or not at all. The testing helpers replace this method to capture jobs
-        instead of writing them.
+        written whole or not at all (``lua/push_one.lua`` for one job to one queue). The
+        testing helpers replace this method to capture jobs instead of writing them.
         """
         t = now()
         scheduled: list[Any] = []
@@ -170,15 +193,25 @@ class Client:
                     queued[queue].append(dumps(payload))
                 else:
                     queued[queue] = [dumps(payload)]
-        keys = [self.keys.queues, self.keys.schedule]
-        args: list[Any] = [len(queued)]
-        jsons: list[str] = []
-        for queue, items in queued.items():
-            keys.append(self.keys.queue(queue))
-            args += (queue, len(items))
-            jsons += items
-        with connection.translate_errors(self.settings):
-            _push_script(self.redis, keys, [*args, *jsons, *scheduled])
+        if len(payloads) == 1 and queued:  # the hot path: perform_later
+            ((queue, jsons),) = queued.items()
+            script = _push_one_script
+            keys = [self.keys.queues, self.keys.queue(queue)]
+            args: list[Any] = [queue, jsons[0]]
+        else:
+            script = _push_script
+            keys = [self.keys.queues, self.keys.schedule]
+            args = [len(queued)]
+            for queue, jsons in queued.items():
+                keys.append(self.keys.queue(queue))
+                args += (queue, len(jsons))
+            for jsons in queued.values():
+                args += jsons
+            args += scheduled
+        try:
+            script(self.redis, keys, args)
+        except connection.CONNECTION_ERRORS as exc:
+            raise RedisUnavailable(self.settings.safe_redis_url, exc) from exc
         if job_enqueued.receivers:
             for payload in payloads:
                 job_enqueued.send(payload["class"], payload=payload)

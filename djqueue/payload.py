@@ -51,9 +51,10 @@ def check_json_args(args: Any, root: str = "args") -> None:
     refused too: they would come back from JSON as lists, so the job would not see what the
     caller passed.
     """
-    problem = _find_problem(args, root)
+    problem = _find_problem(args)
     if problem:
-        path, value = problem
+        steps, value = problem
+        path = root + "".join(reversed(steps))
         kind = type(value)
         name = (
             kind.__name__
@@ -66,32 +67,65 @@ def check_json_args(args: Any, root: str = "args") -> None:
         )
 
 
-def _find_problem(value: Any, path: str) -> tuple[str, Any] | None:
+def check_json_options(item: dict[str, Any]) -> None:
+    """Like `check_json_args` for the fields of a job item other than ``class`` and ``args``
+    (they become payload fields too); paths read ``option['name']``."""
+    for key, value in item.items():
+        kind = type(value)
+        if kind is str or kind is bool or kind is int or value is None:
+            if type(key) is str:
+                continue
+        if key == "args" or key == "class":
+            continue
+        check_json_args({key: value}, root="option")
+
+
+def _find_problem(value: Any) -> tuple[list[str], Any] | None:
+    """The first bad value and the steps to it, innermost first; None if all is well.
+
+    The path is only spelled out when something is wrong: a push checks every argument, and
+    formatting a path for each would cost more than the check.
+    """
     kind = type(value)
     if value is None or kind is str or kind is bool or kind is int:
         return None
     if kind is float:
-        return None if math.isfinite(value) else (path, value)
+        return None if math.isfinite(value) else ([], value)
     if kind is list:
         for index, item in enumerate(value):
-            found = _find_problem(item, f"{path}[{index}]")
+            kind = type(item)
+            if item is None or kind is str or kind is int or kind is bool:
+                continue
+            found = _find_problem(item)
             if found:
+                found[0].append(f"[{index}]")
                 return found
         return None
     if kind is dict:
         for key, item in value.items():
             if type(key) is not str:
-                return (f"{path} key {key!r}", key)
-            found = _find_problem(item, f"{path}[{key!r}]")
+                return ([f" key {key!r}"], key)
+            kind = type(item)
+            if item is None or kind is str or kind is int or kind is bool:
+                continue
+            found = _find_problem(item)
             if found:
+                found[0].append(f"[{key!r}]")
                 return found
         return None
-    return (path, value)
+    return ([], value)
+
+
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def dumps(payload: Payload) -> str:
-    """Compact JSON, UTF-8 kept as is, as Ruby's ``JSON.generate`` writes it."""
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """Compact JSON, UTF-8 kept as is, as Ruby's ``JSON.generate`` writes it.
+
+    One encoder made once: ``json.dumps`` with options builds a new one per call, which cost
+    more than the rest of a push's Python work together.
+    """
+    return _encoder.encode(payload)
 
 
 def loads(raw: str | bytes) -> Payload:

@@ -161,6 +161,15 @@ def test_a_push_that_fails_in_redis_writes_nothing(r):
     assert r.get("queue:broken") == "not a list"
 
 
+def test_a_push_with_a_broken_queues_set_writes_nothing(r):
+    r.set("queues", "not a set")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        noop.perform_later(1)
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        noop.perform_bulk([[1], [2]])
+    assert r.exists("queue:default") == 0
+
+
 def test_a_bulk_that_fails_partway_writes_nothing(r):
     """Jobs routed to two queues by a middleware; the second queue's key is not a list."""
 
