@@ -118,11 +118,15 @@ class Fetcher:
         with self._lock:
             name = min(self.order(), key=self._blockers.__getitem__)
             self._blockers[name] += 1
+            # With more queues than idle processors some queue has no watcher: look around
+            # more often, so a job there waits well under the full block timeout.
+            uncovered = 0 in self._blockers.values()
+        timeout = min(self.block_timeout, 0.5) if uncovered else self.block_timeout
         try:
             raw = self.redis.blmove(
                 self.queue_keys[name],
                 self.working[name],
-                self.block_timeout,  # type: ignore[arg-type]  # Redis takes float seconds
+                timeout,  # type: ignore[arg-type]  # Redis takes float seconds
                 "RIGHT",
                 "LEFT",
             )
