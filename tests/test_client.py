@@ -4,6 +4,7 @@ write, round trips per batch, and the ``job_enqueued`` signal."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -114,6 +115,56 @@ def test_perform_bulk_is_one_round_trip_per_thousand(r):
     assert r.llen("queue:default") == 2500
     assert commandstat(r, "evalsha") == 3
     assert commandstat(r, "lpush") == 3  # called from the script, one per batch
+
+
+def test_bulk_through_client_middleware_is_still_one_round_trip_per_thousand(r):
+    class PassThrough:
+        def __call__(self, job, payload, queue, call_next):
+            return call_next()
+
+    chain = djqueue.Chain()
+    chain.add(PassThrough)
+    r.config_resetstat()
+    jids = djqueue.Client(middleware=chain).push_bulk(
+        {"class": "X", "args": [[i] for i in range(2500)]}
+    )
+    assert len(jids) == 2500
+    assert r.llen("queue:default") == 2500
+    assert commandstat(r, "evalsha") == 3
+
+
+def test_bulk_jobs_follow_the_wire_format(r):
+    before = time.time()
+    jids = noop.set(queue="bulk", tags=["t"]).perform_bulk([[1], [2], [3]])
+    jobs = queue_jobs(r, "bulk")
+    assert [job["jid"] for job in jobs] == jids
+    for job, args in zip(jobs, [[1], [2], [3]], strict=True):
+        assert set(job) == {
+            "class",
+            "args",
+            "jid",
+            "queue",
+            "retry",
+            "tags",
+            "created_at",
+            "enqueued_at",
+        }
+        assert re.fullmatch(r"[0-9a-f]{24}", job["jid"])
+        assert job["args"] == args
+        assert job["class"] == "core.client.noop"
+        assert job["tags"] == ["t"]
+        assert isinstance(job["created_at"], float) and before <= job["created_at"]
+        assert isinstance(job["enqueued_at"], float)
+        assert job["created_at"] <= job["enqueued_at"]
+    # As in Sidekiq, the jobs of one bulk share created_at.
+    assert len({job["created_at"] for job in jobs}) == 1
+    assert r.smembers("queues") == {"bulk"}
+
+
+def test_bulk_with_a_bad_time_names_the_job(r):
+    with pytest.raises(TypeError, match="push_bulk job #1: 'at' must be epoch seconds"):
+        djqueue.Client().push_bulk({"class": "X", "args": [[1], [2]], "at": [None, "soon"]})
+    assert r.dbsize() == 0
 
 
 def test_perform_later_is_one_command(r):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -189,6 +190,38 @@ def test_redis_dying_during_a_bulk_leaves_whole_batches(restore_settings):
     finally:
         check.close()
         server.close()
+
+
+def test_a_redis_that_never_answers_is_redis_unavailable(restore_settings):
+    """A peer that accepts the connection and then says nothing: the socket timeout decides."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    try:
+        djqueue.configure(redis_url=f"redis://:pw@127.0.0.1:{port}/0", socket_timeout=0.2)
+        with pytest.raises(djqueue.RedisUnavailable) as info:
+            ping.perform_later(1)
+        assert isinstance(info.value.cause, redis.TimeoutError)
+        assert f"redis://:***@127.0.0.1:{port}/0" in str(info.value)
+    finally:
+        listener.close()
+
+
+def test_unix_socket_url(restore_settings):
+    sockdir = tempfile.mkdtemp(prefix="djqueue-sock-")
+    path = os.path.join(sockdir, "redis.sock")
+    process, _, workdir = start_server("--unixsocket", path, "--unixsocketperm", "700")
+    check = redis.Redis(unix_socket_path=path, db=2, decode_responses=True)
+    try:
+        wait_until(check.ping, "Redis on a unix socket", process)
+        djqueue.configure(redis_url=f"unix://{path}?db=2")
+        jid = ping.perform_later(1)
+        assert json.loads(check.lindex("queue:default", 0))["jid"] == jid
+    finally:
+        check.close()
+        stop_server(process, workdir)
+        shutil.rmtree(sockdir, ignore_errors=True)
 
 
 # -- passwords and ACL users --------------------------------------------------------------------
