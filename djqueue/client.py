@@ -162,8 +162,11 @@ class Client:
         at = payload.get("at")
         if at is not None and (not isinstance(at, (int, float)) or isinstance(at, bool)):
             raise TypeError(f"'at' must be epoch seconds, got {type(at).__name__}")
-        if not payload.get("jid"):
+        jid = payload.get("jid")
+        if not jid:
             payload["jid"] = new_jid()
+        elif not isinstance(jid, str):
+            raise TypeError(f"'jid' must be a string, got {type(jid).__name__}")
         if "created_at" not in payload:
             payload["created_at"] = now()
         check_json_options(item)

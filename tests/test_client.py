@@ -70,6 +70,9 @@ def test_push_with_at_schedules_or_queues(r):
         ({"class": "X", "args": (1,)}, TypeError),
         ({"class": "X", "args": [1], "queue": ""}, ValueError),
         ({"class": "X", "args": [1], "at": "tomorrow"}, TypeError),
+        ({"class": "X", "args": [1], "at": float("nan")}, TypeError),
+        ({"class": "X", "args": [1], "jid": 12345}, TypeError),
+        ({"class": "X", "args": [1], "retry_queue": {1: "x"}}, TypeError),
         ("X", TypeError),
     ],
 )
