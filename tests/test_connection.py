@@ -19,7 +19,7 @@ import pytest
 import redis
 
 import djqueue
-from djqueue import config, connection
+from djqueue import config, connection, signals
 
 from .redis_server import REDIS_SERVER, RedisServer, free_port
 
@@ -122,6 +122,22 @@ def test_nothing_listening_raises_redis_unavailable(restore_settings):
         assert "s3cret-pw" not in message
         assert exc.url == f"redis://:***@127.0.0.1:{port}/0"
         assert isinstance(exc.cause, redis.ConnectionError)
+
+
+def test_no_job_enqueued_signal_when_redis_is_down(restore_settings):
+    seen: list = []
+
+    def receiver(sender, payload):
+        seen.append(payload["jid"])
+
+    djqueue.configure(redis_url=f"redis://127.0.0.1:{free_port()}/0")
+    signals.job_enqueued.connect(receiver)
+    try:
+        with pytest.raises(djqueue.RedisUnavailable):
+            ping.perform_later(1)
+    finally:
+        signals.job_enqueued.disconnect(receiver)
+    assert seen == []
 
 
 def test_redis_stopped_mid_test_then_back(restore_settings):
