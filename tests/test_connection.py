@@ -247,19 +247,21 @@ def test_unix_socket_url(restore_settings):
 def auth_server() -> Iterator[int]:
     """A Redis with a password on the default user and an ACL user ``worker``."""
     process, port, workdir = start_server("--requirepass", "default-pw")
-    admin = redis.Redis(port=port, password="default-pw")
-    wait_until(admin.ping, "Redis with a password")
-    admin.acl_setuser(
-        "worker",
-        enabled=True,
-        passwords=["+worker-pw"],
-        keys=["*"],
-        channels=["*"],
-        commands=["+@all"],
-    )
-    admin.close()
-    yield port
-    stop_server(process, workdir)
+    try:
+        admin = redis.Redis(port=port, password="default-pw")
+        wait_until(admin.ping, "Redis with a password", process)
+        admin.acl_setuser(
+            "worker",
+            enabled=True,
+            passwords=["+worker-pw"],
+            keys=["*"],
+            channels=["*"],
+            commands=["+@all"],
+        )
+        admin.close()
+        yield port
+    finally:
+        stop_server(process, workdir)
 
 
 def test_password_url(restore_settings, auth_server):
@@ -338,14 +340,15 @@ def tls_server() -> Iterator[tuple[int, str]]:
     )
     client = redis.Redis(host="127.0.0.1", port=tls_port, ssl=True, ssl_ca_certs=cert)
     try:
-        wait_until(client.ping, "TLS Redis", process)
-    except ChildProcessError:
-        shutil.rmtree(workdir, ignore_errors=True)
-        pytest.skip("this redis-server was built without TLS")
-    client.close()
-    yield tls_port, cert
-    stop_server(process, workdir)
-    shutil.rmtree(certdir, ignore_errors=True)
+        try:
+            wait_until(client.ping, "TLS Redis", process)
+        except ChildProcessError:
+            pytest.skip("this redis-server was built without TLS")
+        client.close()
+        yield tls_port, cert
+    finally:
+        stop_server(process, workdir)
+        shutil.rmtree(certdir, ignore_errors=True)
 
 
 def test_rediss_url_builds_an_ssl_connection():
@@ -384,7 +387,14 @@ def test_rediss_with_an_untrusted_certificate_is_redis_unavailable(restore_setti
 def sentinel() -> Iterator[tuple[int, int]]:
     """A password-protected master and one sentinel watching it as ``mymaster``."""
     master, master_port, master_dir = start_server("--requirepass", "master-pw")
-    wait_until(redis.Redis(port=master_port, password="master-pw").ping, "master")
+    try:
+        wait_until(redis.Redis(port=master_port, password="master-pw").ping, "master", master)
+        yield from _sentinel_watching(master_port)
+    finally:
+        stop_server(master, master_dir)
+
+
+def _sentinel_watching(master_port: int) -> Iterator[tuple[int, int]]:
     sentinel_port = free_port()
     workdir = tempfile.mkdtemp(prefix="djqueue-sentinel-")
     conf = os.path.join(workdir, "sentinel.conf")
@@ -399,15 +409,17 @@ def sentinel() -> Iterator[tuple[int, int]]:
     process = subprocess.Popen(
         [REDIS_SERVER, conf, "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    watcher = redis.Redis(port=sentinel_port, decode_responses=True)
-    wait_until(
-        lambda: watcher.sentinel_get_master_addr_by_name("mymaster")[1] == master_port,
-        "sentinel",
-    )
-    watcher.close()
-    yield sentinel_port, master_port
-    stop_server(process, workdir)
-    stop_server(master, master_dir)
+    try:
+        watcher = redis.Redis(port=sentinel_port, decode_responses=True)
+        wait_until(
+            lambda: watcher.sentinel_get_master_addr_by_name("mymaster")[1] == master_port,
+            "sentinel",
+            process,
+        )
+        watcher.close()
+        yield sentinel_port, master_port
+    finally:
+        stop_server(process, workdir)
 
 
 def master_jobs(master_port: int) -> list[dict]:
