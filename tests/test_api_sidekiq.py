@@ -6,60 +6,30 @@ itself here; djqueue.api must read them and its quiet / stop / retry must be obe
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 import djqueue
 from djqueue.api import ProcessSet, Queue, RetrySet, Stats, WorkSet
 
-RUBY_APP = Path(__file__).parent / "ruby" / "api_app.rb"
-SIDEKIQ = shutil.which("sidekiq")
-MISSING = "Sidekiq not found: apt-get install ruby-sidekiq (Debian's Sidekiq 6.4.1)"
+from .sidekiq_support import require_sidekiq, sidekiq_process
+from .worker_support import wait_for
 
-if SIDEKIQ is None:
-    if os.environ.get("CI"):
-        raise RuntimeError(MISSING)
-    pytest.skip(MISSING, allow_module_level=True)
-
-
-def wait_for(predicate, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
+require_sidekiq()
 
 
 @pytest.fixture
 def sidekiq(redis_url, r):
-    process = subprocess.Popen(
-        [SIDEKIQ, "-r", str(RUBY_APP), "-q", "default", "-q", "retries", "-c", "2", "-t", "2"],
-        env={**os.environ, "REDIS_URL": redis_url},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    yield process
-    r.set("api:release", "1")
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with sidekiq_process(redis_url, "api_app.rb", "default", "retries") as process:
+        yield process
+        r.set("api:release", "1")
 
 
 def test_process_busy_work_and_stop(sidekiq, r):
     client = djqueue.Client()
     jid = client.push({"class": "ApiBusy", "args": ["one"]})
-    wait_for(lambda: r.get("api:busy:one"))
+    wait_for(lambda: r.get("api:busy:one"), timeout=30)
 
     # The heartbeat runs every 5 s; wait for one that reports the busy job.
     work = wait_for(lambda: list(WorkSet()), timeout=20)
@@ -85,7 +55,7 @@ def test_retry_written_by_sidekiq_and_retried_by_djqueue(sidekiq, r):
     item = {"class": "ApiFails", "args": [7], "retry": 5, "retry_queue": "retries"}
     jid = djqueue.Client().push(item)
     retries = RetrySet()
-    entry = wait_for(lambda: retries.find_job(jid))
+    entry = wait_for(lambda: retries.find_job(jid), timeout=30)
 
     assert entry.job_name == "ApiFails" and entry.args == [7]
     assert entry.error_class == "ArgumentError"
@@ -97,8 +67,8 @@ def test_retry_written_by_sidekiq_and_retried_by_djqueue(sidekiq, r):
 
     assert entry.retry()
     # Sidekiq runs it again at once, it fails again, and the count is kept, not advanced.
-    wait_for(lambda: r.llen("api:failed") == 2)
-    again = wait_for(lambda: retries.find_job(jid))
+    wait_for(lambda: r.llen("api:failed") == 2, timeout=30)
+    again = wait_for(lambda: retries.find_job(jid), timeout=30)
     assert again.retry_count == 0
     assert again.retried_at >= entry.failed_at
     assert Queue("retries").size == 0

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -16,6 +15,8 @@ import djqueue
 from djqueue.api import DeadSet, ProcessSet, RetrySet, Stats, WorkSet
 from djqueue.config import get_settings
 from djqueue.worker.launcher import Launcher
+
+from .worker_support import wait_for
 
 
 def redis_client() -> redis.Redis:
@@ -35,16 +36,6 @@ def hold(token: str) -> None:
     deadline = time.monotonic() + 30
     while not client.get("apiw:release") and time.monotonic() < deadline:
         time.sleep(0.02)
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 @pytest.fixture

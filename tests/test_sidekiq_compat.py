@@ -7,65 +7,24 @@ Sidekiq::API reads what djqueue writes.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 import djqueue
 from djqueue.payload import loads
 
-RUBY_DIR = Path(__file__).parent / "ruby"
-SIDEKIQ = shutil.which("sidekiq")
-MISSING = "Sidekiq not found: apt-get install ruby-sidekiq (Debian's Sidekiq 6.4.1)"
+from .sidekiq_support import require_sidekiq, ruby, sidekiq_process
+from .worker_support import wait_for
 
-if SIDEKIQ is None or shutil.which("ruby") is None:
-    if os.environ.get("CI"):
-        raise RuntimeError(MISSING)
-    pytest.skip(MISSING, allow_module_level=True)
-
-
-def ruby(script: str, redis_url: str, *args: str) -> str:
-    result = subprocess.run(
-        ["ruby", str(RUBY_DIR / script), *args],
-        env={**os.environ, "REDIS_URL": redis_url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return result.stdout.strip()
-
-
-def wait_for(predicate, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
+require_sidekiq()
 
 
 @pytest.fixture
 def sidekiq(redis_url):
     """A real Sidekiq process on the test Redis, polling the schedule every second."""
-    process = subprocess.Popen(
-        [SIDEKIQ, "-r", str(RUBY_DIR / "app.rb"), "-q", "default", "-c", "2", "-t", "2"],
-        env={**os.environ, "REDIS_URL": redis_url, "SIDEKIQ_POLL": "1"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    yield process
-    process.terminate()
-    try:
-        process.wait(15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    with sidekiq_process(redis_url, "app.rb", "default", env={"SIDEKIQ_POLL": "1"}) as process:
+        yield process
 
 
 def ran(r) -> list[dict]:
@@ -86,7 +45,7 @@ def test_djqueue_pushes_sidekiq_runs(redis_url, r, sidekiq):
 
 
 def test_sidekiq_pushes_djqueue_reads(redis_url, r):
-    jid = ruby("push.rb", redis_url, "RubyRecorder", "critical", '[1, "x", {"y": [true]}]')
+    jid = ruby(redis_url, "push.rb", "RubyRecorder", "critical", '[1, "x", {"y": [true]}]')
     assert r.smembers("queues") == {"critical"}
     payload = loads(r.lindex("queue:critical", 0))
     assert payload["jid"] == jid
@@ -108,7 +67,7 @@ def test_sidekiq_api_reads_djqueue_pushes(redis_url, r):
     at = time.time() + 3600
     scheduled_jid = reader.perform_at(at, 3)
 
-    seen = json.loads(ruby("inspect.rb", redis_url))
+    seen = json.loads(ruby(redis_url, "inspect.rb"))
     assert seen["enqueued"] == 2
     assert seen["queues"] == {"default": 2}
     assert seen["scheduled_size"] == 1

@@ -1,0 +1,63 @@
+"""Running the real Sidekiq 6.4 (Debian's ruby-sidekiq) beside djqueue in tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+RUBY_DIR = Path(__file__).parent / "ruby"
+SIDEKIQ = shutil.which("sidekiq")
+MISSING = "Sidekiq not found: apt-get install ruby-sidekiq (Debian's Sidekiq 6.4.1)"
+
+
+def require_sidekiq() -> None:
+    """Skip the calling test module without Sidekiq; in CI its absence is an error."""
+    if SIDEKIQ is None or shutil.which("ruby") is None:
+        if os.environ.get("CI"):
+            raise RuntimeError(MISSING)
+        pytest.skip(MISSING, allow_module_level=True)
+
+
+def ruby(redis_url: str, script: str, *args: str) -> str:
+    """Run ``tests/ruby/SCRIPT`` against ``redis_url``; returns what it printed."""
+    result = subprocess.run(
+        ["ruby", str(RUBY_DIR / script), *args],
+        env={**os.environ, "REDIS_URL": redis_url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+@contextmanager
+def sidekiq_process(
+    redis_url: str, app: str, *queues: str, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A Sidekiq process loading ``tests/ruby/APP`` on ``queues``, stopped afterwards."""
+    args = [str(SIDEKIQ), "-r", str(RUBY_DIR / app), "-c", "2", "-t", "2"]
+    for queue in queues:
+        args += ["-q", queue]
+    process = subprocess.Popen(
+        args,
+        env={**os.environ, "REDIS_URL": redis_url, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
