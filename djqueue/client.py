@@ -27,10 +27,6 @@ from .signals import job_enqueued
 _push_script = Script("djqueue.lua", "push")
 _push_one_script = Script("djqueue.lua", "push_one")
 
-#: Item keys that are not written into the payload.
-_CLIENT_ONLY = ("at",)
-
-
 class Client:
     """Push jobs, as ``Sidekiq::Client`` does::
 
