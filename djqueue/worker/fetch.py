@@ -1,13 +1,13 @@
 """Crash-safe fetch: a job moves from its queue into this process's working list in one atomic
 step, and leaves the working list only when it is acknowledged.
 
-Hot path: one Lua call acknowledges the finished job and takes the next one from the first
-non-empty queue in this fetch's order (one round trip per job). When every queue is empty, the
-idle processor blocks with BLMOVE on one queue (still queue -> working list, atomic), idle
-processors spread over the queues, so a newly pushed job is picked up within milliseconds
-without polling. A working list is ``NS:working:IDENTITY:QUEUE``; the ``NS:working_lists`` hash
-maps each identity to its queue names, so any process can find and push back a dead process's
-jobs (see `djqueue.worker.recovery`).
+Hot path: one Lua call acknowledges every job finished since the last call and takes a batch
+of jobs, in this fetch's queue order, for the process's buffer (`djqueue.worker.buffer`). When
+every queue is empty, an idle processor blocks with BLMOVE on one queue (still queue -> working
+list, atomic), idle processors spread over the queues, so a newly pushed job is picked up within
+milliseconds without polling. A working list is ``NS:working:IDENTITY:QUEUE``; the
+``NS:working_lists`` hash maps each identity to its queue names, so any process can find and
+push back a dead process's jobs (see `djqueue.worker.janitor`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -75,7 +76,13 @@ class Fetcher:
         self.expanded = [name for name, weight in queues for _ in range(max(weight, 1))]
         self.queue_keys = {name: keys.queue(name) for name in self.names}
         self.working = {name: working_key(keys, identity, name) for name in self.names}
-        self._strict_keys = self._keys_for(self.names)
+        #: KEYS of fetch.lua: (queue, working list) per name, always in this order, so a
+        #: queue is named by its pair number in the script's arguments.
+        self._keys: list[Any] = [len(self.names) * 2]
+        for name in self.names:
+            self._keys += (self.queue_keys[name], self.working[name])
+        self._pair = {name: str(i) for i, name in enumerate(self.names, 1)}
+        self._strict_order = " ".join(self._pair.values())
         self._blockers = dict.fromkeys(self.names, 0)
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -92,30 +99,28 @@ class Fetcher:
         random.shuffle(names)
         return list(dict.fromkeys(names))
 
-    def _keys_for(self, names: list[str]) -> list[str]:
-        keys: list[str] = []
-        for name in names:
-            keys += (self.queue_keys[name], self.working[name])
-        return keys
-
-    def ack_and_fetch(self, done: Unit | None, fetch: bool = True) -> Unit | None:
-        """Acknowledge ``done`` (if any) and, when ``fetch``, take the next job; one round trip."""
-        if done is None and not fetch:
-            return None
-        if fetch:
-            names = self.names if self.strict else self.order()
-            queue_keys = self._strict_keys if self.strict else self._keys_for(names)
+    def fetch(self, count: int, acks: Sequence[Unit] = (), back: Sequence[Unit] = ()) -> list[Unit]:
+        """One round trip: acknowledge ``acks``, push ``back`` (unstarted jobs, newest first)
+        to the front of their queues, then take up to ``count`` jobs in this fetch's order."""
+        if not (count or acks or back):
+            return []
+        if self.strict:
+            order = self._strict_order
         else:
-            names, queue_keys = [], []
-        ack_key = done.working if done is not None else self.working[self.names[0]]
-        ack_raw: Any = done.raw if done is not None else ""
-        reply = self._call_fetch([ack_key, *queue_keys, ack_raw], len(queue_keys) + 1)
-        if not reply:
-            return None
-        name = names[int(reply[0]) - 1]
-        return Unit(name, reply[1], self.working[name])
+            order = " ".join([self._pair[name] for name in self.order()])
+        args: list[Any] = [count, order, len(acks)]
+        for unit in acks:
+            args += (self._pair[unit.queue], unit.raw)
+        for unit in back:
+            args += (self._pair[unit.queue], unit.raw)
+        reply = self._call_fetch(args)
+        units = []
+        for i in range(0, len(reply), 2):
+            name = self.names[int(reply[i]) - 1]
+            units.append(Unit(name, reply[i + 1], self.working[name]))
+        return units
 
-    def _call_fetch(self, keys_and_arg: list[Any], nkeys: int) -> Any:
+    def _call_fetch(self, args: list[Any]) -> Any:
         """EVALSHA of fetch.lua on this thread's own connection.
 
         The hot path skips redis-py's pool, retry and instrumentation layers (about a third of
@@ -125,11 +130,11 @@ class Fetcher:
         if conn is None:
             conn = self._local.conn = self.redis.connection_pool.make_connection()
         try:
-            conn.send_command("EVALSHA", _fetch.sha, nkeys, *keys_and_arg)
+            conn.send_command("EVALSHA", _fetch.sha, *self._keys, *args)
             return conn.read_response()
         except redis.exceptions.NoScriptError:
             _fetch.ensure_loaded(self.redis)
-            conn.send_command("EVALSHA", _fetch.sha, nkeys, *keys_and_arg)
+            conn.send_command("EVALSHA", _fetch.sha, *self._keys, *args)
             return conn.read_response()
         except BaseException:
             conn.disconnect()
@@ -158,9 +163,6 @@ class Fetcher:
         if raw is None:
             return None
         return Unit(name, bytes(raw), self.working[name])  # type: ignore[arg-type]
-
-    def ack(self, unit: Unit) -> None:
-        self.ack_and_fetch(unit, fetch=False)
 
     def requeue(self, unit: Unit) -> bool:
         """Push one job back to the front of its queue; False if it had already left."""

@@ -122,8 +122,9 @@ class Heartbeat:
         pipe.hkeys(index_key(k))
         return pipe.execute()
 
-    def clear(self) -> None:
-        """Leave cleanly: flush the last counts and remove every trace of this process."""
+    def clear(self, drop_index: bool = True) -> None:
+        """Leave cleanly: flush the last counts and remove every trace of this process
+        (but its working-lists entry when ``drop_index`` is false)."""
         processed, failed = self.stats.take()
         k = self.keys
         ident = self.identity
@@ -136,7 +137,8 @@ class Heartbeat:
                 pipe.expire(k.daily(stat, day), STATS_TTL)
         pipe.srem(k.processes, ident)
         pipe.unlink(k.process(ident), k.work(ident), k.workers(ident), k.signals(ident))
-        pipe.hdel(index_key(k), ident)
+        if drop_index:
+            pipe.hdel(index_key(k), ident)
         pipe.execute()
 
 

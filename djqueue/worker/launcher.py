@@ -88,7 +88,7 @@ class Launcher:
         )
         self.poller = Poller(self.redis, self.keys, s.default_queue, s.poll_interval, self._slot)
         self.beats = HeartbeatThread(
-            self.heartbeat, s.heartbeat_interval, self.signal, self.janitor.run
+            self.heartbeat, s.heartbeat_interval, self.signal, self._after_beat
         )
         #: Signal names to act on, put by OS signal handlers and by the heartbeat.
         self.signals: queue.SimpleQueue[str] = queue.SimpleQueue()
@@ -110,6 +110,10 @@ class Launcher:
             "identity": self.identity,
             "version": f"djqueue {__version__}",
         }
+
+    def _after_beat(self) -> None:
+        self.manager.tidy()
+        self.janitor.run()
 
     def _slot(self) -> tuple[int, int]:
         peers = self.heartbeat.peers
@@ -150,11 +154,13 @@ class Launcher:
             signals.worker_stopping.send(self.identity, info=self.info)
         deadline = time.monotonic() + self.settings.timeout
         self.quiet()
-        self.manager.stop(deadline)
+        pushed = self.manager.stop(deadline)
         self.poller.stop()
         self.beats.stop()
         try:
-            self.heartbeat.clear()
+            # Our working-lists entry stays when the push-back failed, so that a live worker
+            # finds the jobs once our identity hash is gone.
+            self.heartbeat.clear(drop_index=pushed is not None)
         except REDIS_ERRORS as exc:
             logger.warning("could not remove this process from Redis (%s); it will expire", exc)
         self.stopped.set()

@@ -18,6 +18,7 @@ import redis
 from ..config import Settings
 from ..keys import Keys
 from .backoff import REDIS_ERRORS
+from .buffer import JobBuffer
 from .fetch import Fetcher
 from .job_logger import JobLogger, JobSignals
 from .job_retry import JobRetry
@@ -39,6 +40,7 @@ class Manager:
         self.redis = redis_client
         self.keys = keys
         self.fetcher = fetcher
+        self.buffer = JobBuffer(fetcher, settings.concurrency)
         self.stats = stats
         #: Set by quiet(): processors finish their job and fetch nothing more.
         self.quieting = threading.Event()
@@ -71,48 +73,63 @@ class Manager:
         logger.error("processor %d died; starting another", processor.number, exc_info=exc)
         with self._lock:
             self.processors.discard(processor)
-        unit, done = processor.unit, processor.done
+        unit = processor.unit
+        if unit is not None:
+            self.buffer.forget()
         try:
             if unit is not None and not unit.acked:
                 # The job was running: record it as failed, so a job that kills its thread
                 # goes through retries to the dead set instead of looping forever.
                 self.retry.failed(unit, exc)
-            elif done is not None:
-                self.fetcher.ack(done)
         except Exception:  # noqa: BLE001 - the job stays in the working list; not lost
             logger.exception("could not settle the job of processor %d", processor.number)
         if not self.quieting.is_set():
             self._spawn()
 
     def quiet(self) -> None:
+        """Fetch no more, and send buffered jobs back to their queues at once (processors
+        busy with long jobs would not reach them for a while)."""
         self.quieting.set()
+        self.tidy()
+
+    def tidy(self) -> None:
+        """Acknowledge finished jobs; when quiet, push back buffered ones. After each beat."""
+        try:
+            self.buffer.flush(push_back=self.quieting.is_set())
+        except REDIS_ERRORS:
+            pass  # kept for the next try; they are in the working list meanwhile
 
     def busy(self) -> int:
         return len(self.stats.work)
 
     def in_hand(self) -> Counter[tuple[str, bytes]]:
-        """Jobs the processors hold (running or waiting for their ack), by working list."""
-        held: Counter[tuple[str, bytes]] = Counter()
+        """Jobs this process holds (running, buffered, or waiting for their ack), by working
+        list."""
+        held = self.buffer.held()
         for processor in list(self.processors):
-            for unit in (processor.unit, processor.done):
-                if unit is not None and not unit.acked:
-                    held[(unit.working, unit.raw)] += 1
+            unit = processor.unit
+            if unit is not None and not unit.acked:
+                held[(unit.working, unit.raw)] += 1
         return held
 
-    def stop(self, deadline: float) -> int:
+    def stop(self, deadline: float) -> int | None:
         """Quiet, wait for running jobs until ``deadline`` (monotonic), then push back what
-        is unfinished. Returns the number of jobs pushed back."""
+        is unfinished. Returns the number of jobs pushed back, None when Redis could not be
+        reached (the working lists are then left for a live worker to take back)."""
         self.quiet()
         self._wait(deadline, lambda p: True)
-        # A processor waiting in BLMOVE returns within the block timeout, possibly with a
-        # job; let it put that back itself before the final push-back.
-        self._wait(time.monotonic() + self.fetcher.block_timeout + 1, lambda p: p.blocking)
+        # A processor between jobs (fetching, or waiting in BLMOVE) returns within the block
+        # timeout, possibly with a job; let it put that back before the final push-back, which
+        # must come after every move into our working lists.
+        self._wait(time.monotonic() + self.fetcher.block_timeout + 1, lambda p: p.unit is None)
         self.hard_stop.set()
         try:
+            # Acknowledge first: a job that completed must not be pushed back and run again.
+            self.buffer.flush(push_back=True)
             pushed = self.fetcher.requeue_all()
         except REDIS_ERRORS as exc:
             logger.error("could not push unfinished jobs back (%s); a live worker will", exc)
-            return 0
+            return None
         if pushed:
             logger.warning("pushed %d unfinished job(s) back to their queues", pushed)
         return pushed

@@ -1,4 +1,5 @@
-"""A processor thread: fetch a job, run it through the steps, acknowledge it, repeat.
+"""A processor thread: take a job from the process's buffer, run it through the steps, hand it
+back for acknowledgement, repeat.
 
 The steps around each job (stats, logging, signals, retries) are separate callables composed
 once, Sidekiq's way; the job itself runs through `djqueue.executor.run`, which applies the
@@ -9,6 +10,7 @@ not by touching this loop.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -42,18 +44,14 @@ def compose(steps: Sequence[Step], final: Handler = _run_job) -> Handler:
 
 class Processor:
     """One worker thread. Its state is read by the manager (shutdown, death) and the janitor
-    (which jobs are in hand), so it is kept in plain attributes."""
+    (which job is in hand), so it is kept in plain attributes."""
 
     def __init__(self, manager: Manager, number: int) -> None:
         self.manager = manager
-        self.fetcher = manager.fetcher
+        self.buffer = manager.buffer
         self.number = number
         #: The job being run (None between jobs).
         self.unit: Unit | None = None
-        #: The job finished and waiting to be acknowledged with the next fetch.
-        self.done: Unit | None = None
-        #: True while waiting in BLMOVE: such a processor holds no job yet.
-        self.blocking = False
         self.thread = threading.Thread(
             target=self.run, name=f"djqueue-processor-{number}", daemon=True
         )
@@ -73,20 +71,14 @@ class Processor:
 
     def loop(self) -> None:
         manager = self.manager
+        buffer = self.buffer
         backoff = Backoff(f"processor {self.number}", manager.hard_stop)
         while True:
-            quiet = manager.quieting.is_set()
-            if quiet and self.done is None:
+            if manager.quieting.is_set():
+                self.leave()
                 return
             try:
-                unit = self.fetcher.ack_and_fetch(self.done, fetch=not quiet)
-                self.done = None
-                if unit is None and not quiet:
-                    self.blocking = True
-                    try:
-                        unit = self.fetcher.block()
-                    finally:
-                        self.blocking = False
+                unit = buffer.next()
             except REDIS_ERRORS as exc:
                 if manager.hard_stop.is_set():
                     return
@@ -96,13 +88,13 @@ class Processor:
             if unit is None:
                 continue
             if manager.quieting.is_set():
-                self.push_back(unit)
-                return
+                buffer.give_back(unit)
+                continue
             self.unit = unit
+            started = time.monotonic()
             self.process(unit)
-            if not unit.acked:
-                self.done = unit
             self.unit = None
+            buffer.finished(unit, time.monotonic() - started)
 
     def process(self, unit: Unit) -> None:
         try:
@@ -113,9 +105,11 @@ class Processor:
             return
         self.manager.handler(unit, payload)
 
-    def push_back(self, unit: Unit) -> None:
-        """A job taken while the process was going quiet goes back to the front of its queue."""
+    def leave(self) -> None:
+        """Going quiet: acknowledge what finished and send unstarted jobs back to their queues,
+        so other processes can run them. If Redis is away, the next heartbeat or the shutdown
+        does it."""
         try:
-            self.fetcher.requeue(unit)
+            self.buffer.flush(push_back=True)
         except REDIS_ERRORS:
-            pass  # still in the working list: the shutdown push-back or a peer will get it
+            pass

@@ -1,0 +1,199 @@
+"""The process's jobs between Redis and the processors: fetched but not started, and finished
+but not yet acknowledged.
+
+A round trip to Redis costs more than a short job, and a processor waiting for one is not
+running a job. So jobs are fetched in batches and acknowledged in batches: a finished processor
+takes its next job from the buffer without a round trip, and puts the finished one on a list of
+pending acknowledgements that rides along with the next call any processor makes.
+
+Crash safety is unchanged: a buffered job is already in the working list (the fetch moved it
+there atomically), and a pending acknowledgement only means a finished job is still listed there,
+so a crash can cause a second run, never a loss. Buffered jobs belong to the process, not to a
+thread, so a slow job never holds up the jobs fetched with it: any free processor takes them.
+
+The buffer is kept small, so a process does not hoard jobs another process could run. A batch
+is sized for the processors that are free right now (not running a job, not waiting in BLMOVE)
+plus, only while every processor is busy and recent jobs are short, a few spare jobs, so that
+the next processor to finish finds one ready. When any processor waits in BLMOVE, the queues were
+just empty: batches are then for the free processors only, and jobs beyond what they can take go
+straight back to the front of their queue, where the waiting processors get them at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, deque
+
+from .backoff import REDIS_ERRORS
+from .fetch import Fetcher, Unit
+
+#: Recent jobs shorter than this on average (seconds) make spare jobs worth buffering: for
+#: them a round trip between two jobs is a visible share of a processor's time.
+SHORT_JOB = 0.05
+#: Weight of the newest job in the running average of job durations.
+SMOOTHING = 0.2
+
+
+class JobBuffer:
+    """Shared by the processors of one process; every method is thread-safe."""
+
+    def __init__(self, fetcher: Fetcher, concurrency: int) -> None:
+        self.fetcher = fetcher
+        self.concurrency = max(1, concurrency)
+        #: Fetched, not started; oldest first.
+        self.jobs: deque[Unit] = deque()
+        #: Finished, still in the working list until the next call acknowledges them.
+        self.acks: list[Unit] = []
+        self.running = 0
+        self.blocking = 0
+        #: True while a processor's fetch is under way.
+        self.fetching = False
+        #: Running average of job durations, seconds.
+        self.average = 0.0
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+
+    def next(self) -> Unit | None:
+        """The next job for a processor: buffered, else fetched (with the pending
+        acknowledgements), else waited for in BLMOVE. None when nothing came in time.
+
+        One fetch is in flight at a time: a processor that finds the buffer empty while
+        another one's fetch is under way waits for that batch, which was sized for it too.
+        Otherwise every processor would make its own call and batches would shrink to one.
+        While every processor is busy with short jobs, the buffer is topped up before it runs
+        dry, by the processor that takes one of the last jobs: it pays one round trip before
+        its own job, and the others never queue up behind a fetch (if they did, they would
+        start together, finish together and queue up again, round after round).
+        The caller must report the job's end with `finished` (or `give_back`).
+        """
+        with self._ready:
+            while not self.jobs and self.fetching:
+                self._ready.wait()
+            if self.jobs:
+                self.running += 1
+                unit = self.jobs.popleft()
+                if self.fetching or len(self.jobs) >= self._spare() // 2:
+                    return unit
+                count = self._batch_size() - len(self.jobs)
+            else:
+                unit = None
+                count = max(1, self._batch_size())
+            self.fetching = True
+            acks, self.acks = self.acks, []
+        try:
+            self._fetch(count, acks)
+        except REDIS_ERRORS:
+            if unit is None:
+                raise
+        surplus: list[Unit] = []
+        with self._ready:
+            if unit is None and self.jobs:
+                self.running += 1
+                unit = self.jobs.popleft()
+            if unit is None:
+                self.blocking += 1
+            else:
+                surplus = self._surplus()
+        if unit is not None:
+            if surplus:
+                self._push_back(surplus)
+            return unit
+        try:
+            unit = self.fetcher.block()
+        finally:
+            with self._ready:
+                self.blocking -= 1
+                if unit is not None:
+                    self.running += 1
+        return unit
+
+    def _fetch(self, count: int, acks: list[Unit]) -> None:
+        """The one fetch in flight: its jobs go to the buffer, for whoever is free."""
+        units: list[Unit] = []
+        try:
+            units = self.fetcher.fetch(max(count, 0), acks)
+        except BaseException:
+            with self._ready:
+                self.acks[:0] = acks
+            raise
+        finally:
+            with self._ready:
+                self.fetching = False
+                self.jobs.extend(units)
+                # Those waiting for this batch, or, when it is empty, all of them: each
+                # then looks again or goes to wait in BLMOVE.
+                self._ready.notify(len(units) if units else self.concurrency)
+
+    def _spare(self) -> int:
+        """Jobs to hold beyond the free processors: only while none waits in BLMOVE (the
+        queues have work) and recent jobs are short (a round trip between two of them shows)."""
+        if self.blocking == 0 and self.average < SHORT_JOB:
+            return max(2, self.concurrency // 2)
+        return 0
+
+    def _batch_size(self) -> int:
+        """Jobs for the free processors (the caller included when it has no job yet) and
+        the spare ones, at most ``concurrency``."""
+        free = self.concurrency - self.running - self.blocking
+        return min(self.concurrency, free + self._spare())
+
+    def _surplus(self) -> list[Unit]:
+        """With processors waiting in BLMOVE, the buffered jobs no free processor will take
+        (newest first), to go back to their queue where the waiting ones get them."""
+        if not self.blocking:
+            return []
+        free = self.concurrency - self.running - self.blocking
+        return [self.jobs.pop() for _ in range(len(self.jobs) - max(free, 0))]
+
+    def _push_back(self, units: list[Unit]) -> None:
+        with self._lock:
+            acks, self.acks = self.acks, []
+        try:
+            self.fetcher.fetch(0, acks, units)
+        except REDIS_ERRORS:
+            # Still in the working list: keep them, a free processor or the shutdown gets them.
+            with self._lock:
+                self.acks[:0] = acks
+                self.jobs.extend(reversed(units))
+
+    def finished(self, unit: Unit, seconds: float) -> None:
+        """``unit`` has run; it is acknowledged with the next call unless already settled."""
+        with self._lock:
+            self.running -= 1
+            if not unit.acked:
+                self.acks.append(unit)
+            self.average += (seconds - self.average) * SMOOTHING
+
+    def give_back(self, unit: Unit) -> None:
+        """An unstarted job back to the front of the buffer (taken while going quiet)."""
+        with self._lock:
+            self.running -= 1
+            self.jobs.appendleft(unit)
+
+    def forget(self) -> None:
+        """A processor died holding a job: the manager settles the job itself."""
+        with self._lock:
+            self.running -= 1
+
+    def flush(self, push_back: bool = False) -> None:
+        """Acknowledge the finished jobs now and, when ``push_back``, send every buffered job
+        back to the front of its queue, in one atomic call. Called after each heartbeat (so an
+        acknowledgement never waits longer than a beat), on quiet, and at shutdown."""
+        with self._lock:
+            acks, self.acks = self.acks, []
+            back = list(reversed(self.jobs)) if push_back else []
+            if push_back:
+                self.jobs.clear()
+        try:
+            self.fetcher.fetch(0, acks, back)
+        except BaseException:
+            with self._lock:
+                self.acks[:0] = acks
+                self.jobs.extendleft(back)
+            raise
+
+    def held(self) -> Counter[tuple[str, bytes]]:
+        """Buffered and pending jobs, by working list: not loose, whatever the janitor sees."""
+        with self._lock:
+            units = [*self.jobs, *self.acks]
+        return Counter((unit.working, unit.raw) for unit in units)
