@@ -1,0 +1,119 @@
+"""The process's job buffer, seen from outside: jobs fetched together never wait behind a slow
+one while a processor is free, and quiet or shutdown send unstarted jobs back to the queue
+without running a finished job twice."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import djqueue
+from djqueue.keys import Keys
+from djqueue.worker.fetch import Fetcher
+from djqueue.worker.launcher import runtime_redis
+
+from . import jobs_for_worker as jobs
+from .worker_support import (
+    wait_for,
+    worker_fixture,  # noqa: F401 - provides the "worker" fixture
+)
+
+
+@djqueue.job(name="t.event")
+def event(label: str, seconds: float = 0.0) -> None:
+    """Append ``label started`` / ``label finished`` to the list ``events``."""
+    jobs.r().rpush("events", f"{label} started")
+    time.sleep(seconds)
+    jobs.r().rpush("events", f"{label} finished")
+
+
+@djqueue.job(name="t.tick")
+def tick(number: int) -> None:
+    """A short job that records its jid each time it runs."""
+    job = djqueue.current_job()
+    assert job is not None
+    jobs.r().rpush("ran", job["jid"])
+    time.sleep(0.005)
+
+
+def queued_jids(r, queue: str = "default") -> list[str]:
+    return [json.loads(x)["jid"] for x in r.lrange(f"queue:{queue}", 0, -1)]
+
+
+def test_a_slow_job_does_not_hold_up_a_job_fetched_with_it(worker, r):
+    event.perform_later("slow", 2.0)
+    event.perform_later("fast")
+    worker(concurrency=2)
+    wait_for(lambda: r.llen("events") == 4)
+    assert r.lrange("events", 0, -1) == [
+        "slow started",
+        "fast started",
+        "fast finished",
+        "slow finished",
+    ]
+
+
+def test_quiet_sends_buffered_jobs_back_while_long_jobs_run(worker, r):
+    event.perform_later("fast")
+    event.perform_later("slow1", 2.0)
+    event.perform_later("slow2", 2.0)
+    waiting = [event.perform_later(f"waiting{i}") for i in range(3)]
+    w = worker(concurrency=2)
+    wait_for(lambda: {"slow1 started", "slow2 started"} <= set(r.lrange("events", 0, -1)))
+    r.lpush(f"{w.identity}-signals", "TSTP")
+    wait_for(lambda: r.hget(w.identity, "quiet") == "true")
+    # Unstarted jobs are back at the front of the queue, in their order, for other processes;
+    # only the two running jobs are still held by this one.
+    wait_for(lambda: queued_jids(r) == waiting[::-1])
+    assert r.llen(f"working:{w.identity}:default") == 2
+    assert "slow1 finished" not in r.lrange("events", 0, -1)
+    wait_for(lambda: r.llen(f"working:{w.identity}:default") == 0)
+    w.stop()
+    events = r.lrange("events", 0, -1)
+    assert sorted(events) == sorted(
+        [
+            f"{label} {state}"
+            for label in ("fast", "slow1", "slow2")
+            for state in ("started", "finished")
+        ]
+    )
+    assert queued_jids(r) == waiting[::-1]
+
+
+def test_term_pushes_buffered_jobs_back_and_never_reruns_finished_ones(worker, r):
+    jids = tick.perform_bulk([[i] for i in range(400)])
+    w = worker(concurrency=4)
+    buffer = w.launcher.manager.buffer
+    # Stop while the buffer holds fetched jobs and finished ones wait for their ack.
+    wait_for(lambda: r.llen("ran") >= 40 and buffer.jobs and buffer.acks, timeout=30)
+    w.stop()
+    ran = r.lrange("ran", 0, -1)
+    queued = queued_jids(r)
+    assert len(ran) == len(set(ran)), "a job ran twice"
+    assert not set(ran) & set(queued), "a finished job was pushed back"
+    assert set(ran) | set(queued) == set(jids)
+    assert len(queued) == len(set(queued))
+    assert not r.keys("working:*")
+    # The next worker runs the rest, each job once.
+    worker(concurrency=4)
+    wait_for(lambda: r.llen("ran") == len(jids), timeout=60)
+    wait_for(lambda: not r.keys("working:*"))
+    assert sorted(r.lrange("ran", 0, -1)) == sorted(jids)
+
+
+def test_a_batch_empties_the_first_queue_first_and_acks_and_push_backs_ride_along(redis_url, r):
+    settings = djqueue.get_settings()
+    fetcher = Fetcher(
+        runtime_redis(settings), Keys(), "host:1:abcdefabcdef", (("high", 0), ("low", 0))
+    )
+    high = [jobs.order.set(queue="high").perform_later("seen", f"high{i}") for i in range(3)]
+    low = [jobs.order.set(queue="low").perform_later("seen", f"low{i}") for i in range(4)]
+    batch = fetcher.fetch(5)
+    assert [json.loads(unit.raw)["jid"] for unit in batch] == high + low[:2]
+    assert [unit.queue for unit in batch] == ["high"] * 3 + ["low"] * 2
+    # Acknowledge two, push the two low ones back (newest first), take nothing.
+    assert fetcher.fetch(0, acks=batch[:2], back=batch[:2:-1]) == []
+    assert r.lrange("working:host:1:abcdefabcdef:high", 0, -1) == [batch[2].raw.decode()]
+    assert not r.exists("working:host:1:abcdefabcdef:low")
+    assert queued_jids(r, "low") == low[::-1]
+    assert queued_jids(r, "high") == []
