@@ -57,6 +57,10 @@ def bind_job(payload: dict[str, Any]) -> contextvars.Token[Any]:
     return job_context.set((text, fields))
 
 
+#: Seconds the writer waits after a line before it writes what has piled up.
+PAUSE = 0.005
+
+
 def _context(record: logging.LogRecord) -> tuple[str, dict[str, Any]] | None:
     """The job context of the thread that logged ``record`` (kept on the record when it is
     formatted on another thread)."""
@@ -101,6 +105,10 @@ class BackgroundHandler(logging.Handler):
         target = self.target
         while True:
             batch = [get()]
+            if batch[0] is not None:
+                # Let lines pile up a moment: one wake-up per line would cost the processors
+                # a thread switch each.
+                time.sleep(PAUSE)
             try:
                 while len(batch) < 1000 and batch[-1] is not None:
                     batch.append(get_nowait())
