@@ -27,6 +27,7 @@ from .signals import job_enqueued
 _push_script = Script("djqueue.lua", "push")
 _push_one_script = Script("djqueue.lua", "push_one")
 
+
 class Client:
     """Push jobs, as ``Sidekiq::Client`` does::
 
