@@ -84,16 +84,23 @@ class Heartbeat:
         self.peers = sorted({p.decode() for p in peers} | {self.identity})
         return signal.decode() if signal else None
 
+    def _add_counts(self, pipe: Any, processed: int, failed: int) -> None:
+        """Queue the INCRBYs of the totals and today's counters (beat and clear both flush)."""
+        day = time.strftime("%Y-%m-%d", time.gmtime())
+        for stat, total, count in (
+            ("processed", self.keys.processed, processed),
+            ("failed", self.keys.failed, failed),
+        ):
+            if count:
+                pipe.incrby(total, count)
+                pipe.incrby(self.keys.daily(stat, day), count)
+                pipe.expire(self.keys.daily(stat, day), STATS_TTL)
+
     def _write(self, processed: int, failed: int) -> list[Any]:
         k = self.keys
         ident = self.identity
-        day = time.strftime("%Y-%m-%d", time.gmtime())
         pipe = self.redis.pipeline(transaction=True)
-        for stat, count in (("processed", processed), ("failed", failed)):
-            if count:
-                pipe.incrby(f"{k.prefix}stat:{stat}", count)
-                pipe.incrby(k.daily(stat, day), count)
-                pipe.expire(k.daily(stat, day), STATS_TTL)
+        self._add_counts(pipe, processed, failed)
         busy = self.stats.busy()
         work: dict[Any, Any] = {
             tid: dumps({**w, "payload": w["payload"].decode("utf-8", "replace")})
@@ -128,13 +135,8 @@ class Heartbeat:
         processed, failed = self.stats.take()
         k = self.keys
         ident = self.identity
-        day = time.strftime("%Y-%m-%d", time.gmtime())
         pipe = self.redis.pipeline(transaction=True)
-        for stat, count in (("processed", processed), ("failed", failed)):
-            if count:
-                pipe.incrby(f"{k.prefix}stat:{stat}", count)
-                pipe.incrby(k.daily(stat, day), count)
-                pipe.expire(k.daily(stat, day), STATS_TTL)
+        self._add_counts(pipe, processed, failed)
         pipe.srem(k.processes, ident)
         pipe.unlink(k.process(ident), k.work(ident), k.workers(ident), k.signals(ident))
         if drop_index:
