@@ -5,43 +5,20 @@ reaches the djqueue process (Debian's ruby-sidekiq)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
-
-import pytest
 
 from . import jobs_for_worker as jobs
+from .sidekiq_support import require_sidekiq, ruby
 from .worker_support import (
     wait_for,
     worker_fixture,  # noqa: F401 - provides the "worker" fixture
 )
 
-RUBY_DIR = Path(__file__).parent / "ruby"
-MISSING = "Sidekiq not found: apt-get install ruby-sidekiq (Debian's Sidekiq 6.4.1)"
-
-if shutil.which("ruby") is None or shutil.which("sidekiq") is None:
-    if os.environ.get("CI"):
-        raise RuntimeError(MISSING)
-    pytest.skip(MISSING, allow_module_level=True)
-
-
-def ruby(redis_url: str, *args: str) -> str:
-    result = subprocess.run(
-        ["ruby", *args],
-        env={**os.environ, "REDIS_URL": redis_url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return result.stdout.strip()
+require_sidekiq()
 
 
 def test_a_job_pushed_by_sidekiqs_client_runs(worker, redis_url, r):
     worker(queues=(("critical", 0), ("default", 0)))
-    jid = ruby(redis_url, str(RUBY_DIR / "push.rb"), "t.record", "critical", '["from ruby", 2]')
+    jid = ruby(redis_url, "push.rb", "t.record", "critical", '["from ruby", 2]')
     assert wait_for(lambda: r.lrange("from ruby", 0, -1)) == ["[2]"]
     assert len(jid) == 24
 
@@ -52,7 +29,7 @@ def test_sidekiq_api_reads_process_busy_work_retries_and_stats(worker, redis_url
     w = worker(concurrency=3, tag="compat")
     wait_for(lambda: r.zcard("retry") == 1 and r.hget(w.identity, "busy") == "1")
     wait_for(lambda: r.get("stat:processed") == "1")
-    seen = json.loads(ruby(redis_url, str(RUBY_DIR / "inspect.rb")))
+    seen = json.loads(ruby(redis_url, "inspect.rb"))
     (process,) = seen["processes"]
     assert process["identity"] == w.identity
     assert process["concurrency"] == 3 and process["queues"] == ["default"]
@@ -70,11 +47,6 @@ def test_sidekiq_api_reads_process_busy_work_retries_and_stats(worker, redis_url
 
 def test_quiet_from_sidekiqs_api_reaches_the_process(worker, redis_url, r):
     w = worker()
-    script = (
-        'require "sidekiq"; require "sidekiq/api"; '
-        'Sidekiq.configure_client { |c| c.redis = {url: ENV.fetch("REDIS_URL")} }; '
-        "Sidekiq::ProcessSet.new.each(&:quiet!)"
-    )
-    ruby(redis_url, "-e", script)
+    ruby(redis_url, "quiet.rb")
     wait_for(lambda: r.hget(w.identity, "quiet") == "true")
     assert w.launcher.manager.quieting.is_set()
