@@ -11,7 +11,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
@@ -20,20 +19,11 @@ import djqueue
 
 from . import jobs_for_worker as jobs
 from .redis_server import RedisServer
+from .worker_support import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"{what or 'condition'} not met within {timeout} s")
 
 
 class WorkerProcess:

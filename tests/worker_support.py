@@ -13,14 +13,14 @@ import djqueue
 from djqueue.worker.launcher import Launcher
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 15.0) -> Any:
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(0.02)
-    raise AssertionError(f"condition not met within {timeout} s")
+    raise AssertionError(f"{what or 'condition'} not met within {timeout} s")
 
 
 class Running:
