@@ -1,9 +1,12 @@
 """Request context that follows a job from the web request that pushed it to the worker.
 
-A web integration binds the request's id, user id and language while the request runs (the
-Django app's `RequestContextMiddleware` does). `StampContext`, a client middleware, copies what
-is bound into the payload's ``request_context`` field (Sidekiq ignores fields it does not know);
-`RestoreContext`, a server middleware, binds it again while the job runs. So inside a job::
+A web integration binds what it knows of the request (`bind`) while the request runs.
+`StampContext`, a client middleware, copies what is bound into the payload's
+``request_context`` field (Sidekiq ignores fields it does not know); `RestoreContext`, a server
+middleware, binds it again while the job runs. They are not installed by default: add them to
+the chains by hand where nothing else stamps the context. The Django app installs its own pair
+instead (`djqueue.contrib.django.stamping` and `.server`): its middleware binds only the
+request id, and the user id and language are read when a job is pushed. So inside a job::
 
     djqueue.context.request_id()   # the id of the request that pushed this job
     djqueue.context.user_id()
