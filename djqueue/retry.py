@@ -139,5 +139,11 @@ def add_to_dead(pipe: Any, keys: Any, member: str | bytes, at: float, settings: 
     the order Sidekiq uses, so the set never grows without bound.
     """
     pipe.zadd(keys.dead, {member: at})
+    trim_dead(pipe, keys, at, settings)
+
+
+def trim_dead(pipe: Any, keys: Any, at: float, settings: Settings) -> None:
+    """Queue on ``pipe`` the dead set's trim as of ``at``: older than ``dead_timeout`` first,
+    then all but the newest ``dead_max_jobs``."""
     pipe.zremrangebyscore(keys.dead, "-inf", at - settings.dead_timeout)
     pipe.zremrangebyrank(keys.dead, 0, -(settings.dead_max_jobs + 1))

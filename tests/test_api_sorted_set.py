@@ -201,6 +201,15 @@ def test_dead_set_kill_and_trim(redis_url, r):
     assert [e.args[0] for e in DeadSet().jobs()][0] == 4  # newest first
 
 
+def test_dead_set_trim_drops_old_jobs_then_keeps_the_newest(redis_url, r):
+    djqueue.configure(redis_url=redis_url, dead_max_jobs=3, dead_timeout=3600)
+    add(r, "dead", failed_job(100), time.time() - 7200)  # older than dead_timeout
+    for n in range(5):
+        add(r, "dead", failed_job(n), time.time() - 60 + n)
+    DeadSet().trim()
+    assert sorted(e.args[0] for e in DeadSet()) == [2, 3, 4]
+
+
 def test_delete_and_fetch_by_score_and_jid(redis_url, r):
     score = time.time() + 50
     add(r, "retry", failed_job(1), score)

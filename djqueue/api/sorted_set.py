@@ -16,7 +16,7 @@ import redis
 from ..config import Settings
 from ..middleware import client_middleware
 from ..payload import Payload, dumps, now
-from ..retry import add_to_dead
+from ..retry import add_to_dead, trim_dead
 from ..scripts import Script
 from .base import ApiObject
 from .find import candidates
@@ -293,8 +293,7 @@ class DeadSet(_Failed):
 
         def run() -> None:
             pipe = self.redis.pipeline(transaction=True)
-            pipe.zremrangebyscore(self.key, "-inf", t - self.settings.dead_timeout)
-            pipe.zremrangebyrank(self.key, 0, -(self.settings.dead_max_jobs + 1))
+            trim_dead(pipe, self.keys, t, self.settings)
             pipe.execute()
 
         self._call(run)
