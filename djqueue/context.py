@@ -27,8 +27,6 @@ from typing import Any
 
 #: The payload field that carries the context.
 FIELD = "request_context"
-#: The keys djqueue itself fills in; others given to `bind` travel too, if JSON-native.
-KEYS = ("request_id", "user_id", "language")
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _context: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(

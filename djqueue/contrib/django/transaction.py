@@ -24,8 +24,6 @@ from djqueue.client import batched, current_batch
 
 from . import conf
 
-OPTIONS = ("on_commit", "using")
-
 
 class EnqueueOnCommit:
     """Client middleware; the app adds it when Django is ready."""
