@@ -1,8 +1,8 @@
 """The client: turns a job item into Sidekiq-format JSON and writes it to Redis.
 
-``push`` costs one Redis round trip: a Lua script (``lua/push.lua``) adds the queue to ``queues``
-and LPUSHes the job, or ZADDs it to ``schedule``, atomically. ``push_bulk`` writes up to
-``batch_size`` jobs per round trip, with the same script. Any other codebase that speaks
+``push`` costs one Redis round trip: a Lua script adds the queue to ``queues`` and LPUSHes the
+job (``lua/push_one.lua``), or ZADDs it to ``schedule`` (``lua/push.lua``), atomically.
+``push_bulk`` writes up to ``batch_size`` jobs per round trip with ``lua/push.lua``. Any other codebase that speaks
 Sidekiq's format can run what this writes.
 """
 
