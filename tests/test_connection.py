@@ -264,19 +264,9 @@ def auth_server() -> Iterator[int]:
         stop_server(process, workdir)
 
 
-def test_password_url(restore_settings, auth_server):
-    djqueue.configure(redis_url=f"redis://:default-pw@127.0.0.1:{auth_server}/0")
-    jid = ping.perform_later(1)
-    check = redis.Redis(port=auth_server, password="default-pw", decode_responses=True)
-    try:
-        assert json.loads(check.lindex("queue:default", 0))["jid"] == jid
-    finally:
-        check.flushall()
-        check.close()
-
-
-def test_acl_user_url(restore_settings, auth_server):
-    djqueue.configure(redis_url=f"redis://worker:worker-pw@127.0.0.1:{auth_server}/0")
+@pytest.mark.parametrize("userinfo", [":default-pw", "worker:worker-pw"], ids=["password", "acl"])
+def test_password_and_acl_user_urls(restore_settings, auth_server, userinfo):
+    djqueue.configure(redis_url=f"redis://{userinfo}@127.0.0.1:{auth_server}/0")
     jid = ping.perform_later(1)
     check = redis.Redis(port=auth_server, password="default-pw", decode_responses=True)
     try:
