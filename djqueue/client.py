@@ -2,8 +2,8 @@
 
 ``push`` costs one Redis round trip: a Lua script adds the queue to ``queues`` and LPUSHes the
 job (``lua/push_one.lua``), or ZADDs it to ``schedule`` (``lua/push.lua``), atomically.
-``push_bulk`` writes up to ``batch_size`` jobs per round trip with ``lua/push.lua``. Any other codebase that speaks
-Sidekiq's format can run what this writes.
+``push_bulk`` writes up to ``batch_size`` jobs per round trip with ``lua/push.lua``. Any other
+codebase that speaks Sidekiq's format can run what this writes.
 """
 
 from __future__ import annotations
