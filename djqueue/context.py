@@ -1,12 +1,9 @@
 """Request context that follows a job from the web request that pushed it to the worker.
 
-A web integration binds what it knows of the request (`bind`) while the request runs.
-`StampContext`, a client middleware, copies what is bound into the payload's
-``request_context`` field (Sidekiq ignores fields it does not know); `RestoreContext`, a server
-middleware, binds it again while the job runs. They are not installed by default: add them to
-the chains by hand where nothing else stamps the context. The Django app installs its own pair
-instead (`djqueue.contrib.django.stamping` and `.server`): its middleware binds only the
-request id, and the user id and language are read when a job is pushed. So inside a job::
+A web integration binds what it knows of the request (`bind`) while the request runs, stamps
+it into the payload's ``request_context`` field with a client middleware (Sidekiq ignores
+fields it does not know), and binds it again with a server middleware while the job runs (the
+Django app's pair: `djqueue.contrib.django.stamping` and `.server`). So inside a job::
 
     djqueue.context.request_id()   # the id of the request that pushed this job
     djqueue.context.user_id()
@@ -20,7 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
@@ -69,34 +66,6 @@ def bind(**values: Any) -> Iterator[dict[str, Any]]:
         yield merged
     finally:
         _context.reset(token)
-
-
-class StampContext:
-    """Client middleware: write what is bound into the payload, unless the caller set it."""
-
-    def __call__(
-        self, job: str, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
-    ) -> Any:
-        values = _context.get()
-        if values and FIELD not in payload:
-            payload[FIELD] = dict(values)
-        return call_next()
-
-
-class RestoreContext:
-    """Server middleware: bind the payload's context while the job runs."""
-
-    def __call__(
-        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
-    ) -> Any:
-        values = payload.get(FIELD)
-        if not isinstance(values, dict):
-            return call_next()
-        token = _context.set(dict(values))
-        try:
-            return call_next()
-        finally:
-            _context.reset(token)
 
 
 class RequestIdFilter(logging.Filter):
