@@ -168,7 +168,12 @@ class Dramatiq(System):
     def __init__(self, url: str) -> None:
         super().__init__(url)
         os.environ["BENCH_REDIS_URL"] = url
-        from bench import dramatiq_jobs
+        try:
+            from bench import dramatiq_jobs
+        except ImportError:
+            raise SystemExit(
+                'dramatiq not found: pip install -e ".[bench]" (or run with --systems djqueue,bare)'
+            ) from None
 
         self.actors = {
             "noop": dramatiq_jobs.noop,
