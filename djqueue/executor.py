@@ -11,9 +11,8 @@ import contextvars
 from typing import Any
 
 from . import registry
-from .config import get_settings
 from .middleware import Chain, server_middleware
-from .payload import Payload, check_json_args, new_jid, now
+from .payload import Payload
 
 _current: contextvars.ContextVar[Payload | None] = contextvars.ContextVar(
     "djqueue_current_job", default=None
@@ -46,10 +45,11 @@ def run(payload: Payload, queue: str | None = None, middleware: Chain | None = N
 
 
 def execute_now(item: dict[str, Any]) -> Any:
-    """Build a payload as the client would, without writing it, and run it here."""
-    check_json_args(item["args"])
-    payload: Payload = {"retry": True, "queue": get_settings().default_queue, **item}
-    payload.setdefault("jid", new_jid())
-    payload.setdefault("created_at", now())
+    """Build the payload exactly as a push would (the client's `normalize`), without writing
+    it, and run it here."""
+    from .client import get_client
+
+    payload = get_client().normalize(item)
+    payload.pop("at", None)
     payload["enqueued_at"] = payload["created_at"]
     return run(payload)
