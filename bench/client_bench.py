@@ -29,7 +29,7 @@ if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import djqueue
-from tests.redis_server import RedisServer
+from bench.redis_server import BenchRedis
 
 ARGS = ("string", 0, {"mike": "bob"})  # the arguments of Sidekiq's own load test
 
@@ -91,7 +91,7 @@ def main() -> None:
     options = parser.parse_args()
     n = options.jobs
 
-    server = RedisServer().start()
+    server = BenchRedis().start()
     try:
         djqueue.configure(redis_url=server.url)
         bare = redis.Redis.from_url(server.url)

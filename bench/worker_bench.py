@@ -28,7 +28,7 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.redis_server import RedisServer  # noqa: E402
+from bench.redis_server import BenchRedis  # noqa: E402
 
 CONCURRENCY = 10
 
@@ -284,7 +284,7 @@ def main() -> None:
     options = parser.parse_args()
     noop_n, sleep_n, samples = (2000, 300, 50) if options.quick else (20_000, 2_000, 200)
     wanted = options.systems.split(",")
-    server = RedisServer().start()
+    server = BenchRedis().start()
     classes = {"djqueue": Djqueue, "dramatiq": Dramatiq, "bare": Bare}
     results: dict[str, dict[str, float]] = {}
     try:

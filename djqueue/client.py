@@ -1,9 +1,9 @@
 """The client: turns a job item into Sidekiq-format JSON and writes it to Redis.
 
-``push`` costs one Redis round trip: a Lua script adds the queue to ``queues`` and LPUSHes the
-job (``lua/push_one.lua``), or ZADDs it to ``schedule`` (``lua/push.lua``), atomically.
-``push_bulk`` writes up to ``batch_size`` jobs per round trip with ``lua/push.lua``. Any other
-codebase that speaks Sidekiq's format can run what this writes.
+``push`` costs one Redis round trip: the store's push (`djqueue.store.JobStore.push`) adds the
+queue to ``queues`` and LPUSHes the job, or ZADDs it to ``schedule``, atomically. ``push_bulk``
+writes up to ``batch_size`` jobs per round trip. Any other codebase that speaks Sidekiq's format
+can run what this writes.
 """
 
 from __future__ import annotations
@@ -18,14 +18,10 @@ import redis
 from . import config, connection
 from .config import Settings
 from .errors import RedisUnavailable
-from .keys import Keys
 from .middleware import Chain, client_middleware
 from .payload import Payload, check_json_args, check_json_options, dumps, new_jid, now
-from .scripts import Script
 from .signals import job_enqueued
-
-_push_script = Script("djqueue.lua", "push")
-_push_one_script = Script("djqueue.lua", "push_one")
+from .store import JobStore, Keys
 
 
 class Client:
@@ -48,6 +44,7 @@ class Client:
         self.settings = settings or config.get_settings()
         self.redis = redis_client or connection.get_redis(self.settings)
         self.keys = Keys(self.settings.namespace)
+        self.store = JobStore(self.redis, self.keys)
         self.middleware = client_middleware if middleware is None else middleware
 
     # -- public ------------------------------------------------------------------------------
@@ -174,18 +171,18 @@ class Client:
     def raw_push(self, payloads: list[Payload]) -> None:
         """Write normalised payloads; due jobs to their queues, future ones to ``schedule``.
 
-        One EVALSHA of ``lua/push.lua`` whatever the mix of queues and times, so a batch is
-        written whole or not at all (``lua/push_one.lua`` for one job to one queue). The
-        testing helpers replace this method to capture jobs instead of writing them.
+        One round trip whatever the mix of queues and times, so a batch is written whole or
+        not at all. The testing helpers replace this method to capture jobs instead of
+        writing them.
         """
         t = now()
-        scheduled: list[Any] = []
+        scheduled: list[tuple[float, str]] = []
         queued: dict[str, list[str]] = {}
         for payload in payloads:
             at = payload.pop("at", None)
             if at is not None and at > t:
                 payload.pop("enqueued_at", None)
-                scheduled += (float(at), dumps(payload))
+                scheduled.append((float(at), dumps(payload)))
             else:
                 payload["enqueued_at"] = t
                 queue = payload["queue"]
@@ -193,23 +190,8 @@ class Client:
                     queued[queue].append(dumps(payload))
                 else:
                     queued[queue] = [dumps(payload)]
-        if len(payloads) == 1 and queued:  # the hot path: perform_later
-            ((queue, jsons),) = queued.items()
-            script = _push_one_script
-            keys = [self.keys.queues, self.keys.queue(queue)]
-            args: list[Any] = [queue, jsons[0]]
-        else:
-            script = _push_script
-            keys = [self.keys.queues, self.keys.schedule]
-            args = [len(queued)]
-            for queue, jsons in queued.items():
-                keys.append(self.keys.queue(queue))
-                args += (queue, len(jsons))
-            for jsons in queued.values():
-                args += jsons
-            args += scheduled
         try:
-            script(self.redis, keys, args)
+            self.store.push(queued, scheduled)
         except connection.CONNECTION_ERRORS as exc:
             raise RedisUnavailable(self.settings.safe_redis_url, exc) from exc
         if job_enqueued.receivers:

@@ -39,3 +39,8 @@ class DuplicateJobName(DjQueueError):
 
 class UnknownJob(DjQueueError, LookupError):
     """A payload names a job that is not registered in this process (the allow-list)."""
+
+
+class MalformedJob(DjQueueError, ValueError):
+    """An entry found in a queue or a set is not a job: not JSON, or not an object with a string
+    ``class`` and a list ``args``. The worker buries such entries in ``dead`` and goes on."""

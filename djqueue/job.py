@@ -136,12 +136,9 @@ class JobHandle:
 
         return execute_now(self._item(args))
 
-    @property
-    def jobs(self) -> Any:
-        """The jobs `djqueue.testing` recorded for this job in fake mode (a live list)."""
-        from .testing import jobs_for
-
-        return jobs_for(self.job_name)
+    #: The jobs recorded for this job in fake mode (a live list); `djqueue.testing` installs
+    #: this property when it is imported, so the core knows nothing of testing.
+    jobs: Any
 
 
 class FunctionJob(JobHandle):
@@ -196,7 +193,7 @@ def _finish(result: Any) -> Any:
     return result
 
 
-class _ClassHandle:
+class ClassHandle:
     """Class-level access to the push methods: ``SendWelcome.perform_later(1)``."""
 
     def __init__(self, method: str) -> None:
@@ -224,14 +221,15 @@ class Job:
     jid: str | None = None
     payload: dict[str, Any] | None = None
 
-    perform_later = _ClassHandle("perform_later")
-    perform_async = _ClassHandle("perform_async")
-    perform_in = _ClassHandle("perform_in")
-    perform_at = _ClassHandle("perform_at")
-    perform_bulk = _ClassHandle("perform_bulk")
-    perform_now = _ClassHandle("perform_now")
-    set = _ClassHandle("set")
-    jobs = _ClassHandle("jobs")
+    perform_later = ClassHandle("perform_later")
+    perform_async = ClassHandle("perform_async")
+    perform_in = ClassHandle("perform_in")
+    perform_at = ClassHandle("perform_at")
+    perform_bulk = ClassHandle("perform_bulk")
+    perform_now = ClassHandle("perform_now")
+    set = ClassHandle("set")
+    #: ``SendWelcome.jobs``: installed by `djqueue.testing`, as on `JobHandle`.
+    jobs: Any
 
     def __init_subclass__(
         cls, abstract: bool = False, name: str | None = None, **options: Any

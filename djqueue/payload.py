@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import secrets
 import time
 from typing import Any
+
+from .errors import MalformedJob
 
 Payload = dict[str, Any]
 
@@ -117,22 +120,70 @@ def _find_problem(value: Any) -> tuple[list[str], Any] | None:
 
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+#: Where Python's float repr may differ from Ruby's: an exponent after a digit (``1e-05``:
+#: Ruby writes ``1.0e-05``), or a whole number of 16 digits (``2500000000000000.0``: Ruby
+#: writes ``2.5e+15``). A match inside a string only costs the slower, exact encoding.
+_MAY_DIFFER = re.compile(r"\de[-+]|\d{16}\.0(?!\d)")
 
 
 def dumps(payload: Payload) -> str:
-    """Compact JSON, UTF-8 kept as is, as Ruby's ``JSON.generate`` writes it.
+    """Compact JSON written byte for byte as Ruby's ``JSON.generate`` writes it.
 
-    One encoder made once: ``json.dumps`` with options builds a new one per call, which cost
-    more than the rest of a push's Python work together.
+    UTF-8 is kept as is, and floats take Ruby's form, so that Sidekiq's API, which finds and
+    changes entries by re-encoding the job (``SortedEntry#reschedule`` is a ZINCRBY of its own
+    JSON), finds djqueue's entries. One encoder made once: ``json.dumps`` with options builds a
+    new one per call, which cost more than the rest of a push's Python work together.
     """
-    return _encoder.encode(payload)
+    text = _encoder.encode(payload)
+    if _MAY_DIFFER.search(text) is None:
+        return text
+    return _ruby_json(payload)
+
+
+def _ruby_json(value: Any) -> str:
+    """The slow path of `dumps`, for payloads holding floats Ruby writes differently."""
+    kind = type(value)
+    if kind is float:
+        return ruby_float(value)
+    if kind is dict:
+        return (
+            "{" + ",".join(_encoder.encode(k) + ":" + _ruby_json(v) for k, v in value.items()) + "}"
+        )
+    if kind is list or kind is tuple:
+        return "[" + ",".join(_ruby_json(v) for v in value) + "]"
+    return _encoder.encode(value)
+
+
+def ruby_float(value: float) -> str:
+    """``value`` as Ruby's ``Float#to_s`` writes it: the same shortest digits as Python's
+    repr, in exponent form (``d.ddde+XX``, always with a fraction) below 1e-4, from 1e16 up,
+    and for whole numbers from 1e15 up; fixed otherwise."""
+    text = repr(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not JSON")
+    sign = "-" if text.startswith("-") else ""
+    digits_text = text.lstrip("-")
+    if "e" in digits_text:
+        mantissa, exponent = digits_text.split("e")
+        return f"{sign}{mantissa if '.' in mantissa else mantissa + '.0'}e{exponent}"
+    if abs(value) < 1e15 or not text.endswith(".0"):
+        return text
+    # A whole number in [1e15, 1e16): Python writes 16 digits and ".0", Ruby an exponent of 15.
+    digits = digits_text.replace(".", "").rstrip("0") or "0"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}e+15"
 
 
 def loads(raw: str | bytes) -> Payload:
-    """Parse job JSON; `ValueError` if it is not a JSON object with ``class`` and ``args``."""
-    payload = json.loads(raw)
+    """Parse job JSON; `djqueue.errors.MalformedJob` (a `ValueError`) if it is not JSON, or
+    not an object with a string ``class`` and a list ``args``."""
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        raise MalformedJob(f"not JSON: {exc}") from None
+    except RecursionError:
+        raise MalformedJob("not JSON: nested too deeply to read") from None
     if not isinstance(payload, dict):
-        raise ValueError("job payload is not a JSON object")
+        raise MalformedJob(f"not a JSON object but a {type(payload).__name__}")
     if not isinstance(payload.get("class"), str) or not isinstance(payload.get("args"), list):
-        raise ValueError("job payload lacks a string 'class' and a list 'args'")
+        raise MalformedJob("job payload lacks a string 'class' and a list 'args'")
     return payload

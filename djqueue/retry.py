@@ -1,9 +1,10 @@
-"""The retry policy: how many tries a job gets, how long it waits, what it records, and the
-dead set's limits.
+"""The retry policy: how many tries a job gets, how long it waits, what it records, and what a
+malformed entry becomes in the dead set.
 
 These rules are Sidekiq's, field for field, so that a Sidekiq Web UI or API reading ``retry``
-and ``dead`` sees what it expects. They live in the core rather than in the worker because the
-inspection API applies the same dead-set limits when a job is killed by hand.
+and ``dead`` sees what it expects. Only policy lives here: the writes are the store's
+(`djqueue.store.JobStore.retry_later` and ``bury``), which the runtime and the inspection API
+both call.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import zlib
 from typing import Any
 
 from .config import Settings
-from .payload import Payload
+from .payload import Payload, dumps, new_jid
 
 #: Longest ``error_message`` kept, as in Sidekiq.
 MAX_ERROR_MESSAGE = 10_000
@@ -26,15 +27,27 @@ KILL = "kill"
 DISCARD = "discard"
 
 
-def max_attempts(payload: Payload, settings: Settings) -> int:
-    """The number of retries ``payload`` is allowed: ``retry`` True means the settings'
-    ``max_retries`` (25 by default), an integer is taken as is, False means none."""
-    retry = payload.get("retry", True)
-    if retry is True:
-        return settings.max_retries
+#: ``class`` of the job object a malformed entry is wrapped in when it is buried.
+MALFORMED = "djqueue.Malformed"
+
+
+def max_attempts(payload: Payload, settings: Settings, definition: Any = None) -> int | None:
+    """The number of retries ``payload`` is allowed, or None when it is dropped on failure.
+
+    Read as Sidekiq's server reads ``retry``, whoever wrote the payload: missing (or null) ->
+    the registered job's own ``retry`` option (default true); false -> dropped, not buried;
+    an integer N -> N retries, then ``dead`` (0: straight to ``dead``); true or any other
+    value (the string ``"True"`` some clients write) -> the ``max_retries`` setting (25).
+    """
+    retry = payload.get("retry")
+    if retry is None:
+        options = getattr(definition, "job_options", None) or {}
+        retry = options.get("retry", True)
+    if retry is False:
+        return None
     if isinstance(retry, int) and not isinstance(retry, bool):
         return max(retry, 0)
-    return 0
+    return settings.max_retries
 
 
 def default_delay(count: int) -> float:
@@ -115,10 +128,19 @@ def backtrace_lines(option: Any) -> int:
 
 
 def format_backtrace(exc: BaseException, limit: int) -> list[str]:
-    """Frames innermost first, as ``file:line:in `function'`` (the shape Sidekiq's UI shows)."""
+    """Frames innermost first, as ``file:line:in `function'`` (the shape Sidekiq's UI shows).
+
+    Angle brackets are left out (``<lambda>`` -> ``lambda``, ``<string>`` -> ``string``):
+    Sidekiq's Web UI prints the lines unescaped, so a browser would take them for tags and
+    show nothing.
+    """
     frames = traceback.extract_tb(exc.__traceback__)
     frames.reverse()
-    return [f"{f.filename}:{f.lineno}:in `{f.name}'" for f in frames[:limit]]
+    return [f"{_plain(f.filename)}:{f.lineno}:in `{_plain(f.name)}'" for f in frames[:limit]]
+
+
+def _plain(name: str) -> str:
+    return name.replace("<", "").replace(">", "")
 
 
 def encode_backtrace(lines: list[str]) -> str:
@@ -132,18 +154,30 @@ def decode_backtrace(value: str) -> list[str]:
     return list(json.loads(zlib.decompress(base64.b64decode(value))))
 
 
-def add_to_dead(pipe: Any, keys: Any, member: str | bytes, at: float, settings: Settings) -> None:
-    """Queue on ``pipe`` the writes that put ``member`` in the dead set and trim it.
+def malformed_entry(raw: bytes, queue: str, reason: str, at: float) -> bytes | str:
+    """What an entry that is not a job becomes in the dead set.
 
-    Entries older than ``dead_timeout`` go first, then the oldest beyond ``dead_max_jobs``,
-    the order Sidekiq uses, so the set never grows without bound.
+    Text that is not JSON is buried as it was. Valid JSON that is not a job (``[1,2]``,
+    ``42``, an object without ``class`` and ``args``) is wrapped in a job object of class
+    `MALFORMED`, its text as the only argument and ``reason`` as the error: Sidekiq's Web UI
+    reads every dead entry as a job object, and one bare array there makes its Dead page fail.
     """
-    pipe.zadd(keys.dead, {member: at})
-    trim_dead(pipe, keys, at, settings)
-
-
-def trim_dead(pipe: Any, keys: Any, at: float, settings: Settings) -> None:
-    """Queue on ``pipe`` the dead set's trim as of ``at``: older than ``dead_timeout`` first,
-    then all but the newest ``dead_max_jobs``."""
-    pipe.zremrangebyscore(keys.dead, "-inf", at - settings.dead_timeout)
-    pipe.zremrangebyrank(keys.dead, 0, -(settings.dead_max_jobs + 1))
+    text = raw.decode("utf-8", "replace")
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return raw
+    return dumps(
+        {
+            "class": MALFORMED,
+            "args": [text],
+            "jid": new_jid(),
+            "queue": queue,
+            "retry": False,
+            "created_at": at,
+            "failed_at": at,
+            "retry_count": 0,
+            "error_class": "djqueue.errors.MalformedJob",
+            "error_message": reason,
+        }
+    )

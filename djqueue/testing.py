@@ -11,8 +11,9 @@ the mode for the process) and as a context manager (restores the previous mode o
 
 The capture happens in `djqueue.client.Client.raw_push`, after the client middleware, so a
 middleware that stamps or stops a push is exercised by the tests too. Importing this module
-changes nothing: the mode is switched only by calling one of the functions, so the pytest plugin
-can import it in every test session.
+switches no mode (only calling one of the functions does, so the pytest plugin can import it in
+every test session); it only gives job handles and `djqueue.Job` classes their ``jobs``
+property, the recorded jobs.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from .client import Client
 from .errors import DjQueueError
 from .executor import run
+from .job import ClassHandle, Job, JobHandle
 from .payload import Payload, dumps, loads, now
 from .signals import job_enqueued
 
@@ -257,6 +259,15 @@ def clear_all() -> None:
         for recorded in _recorded.values():
             recorded.clear()
         _order.clear()
+
+
+def _jobs_property(handle: JobHandle) -> JobList:
+    """``job.jobs``: the live list of what fake mode recorded for this job."""
+    return jobs_for(handle.job_name)
+
+
+JobHandle.jobs = property(_jobs_property)
+Job.jobs = ClassHandle("jobs")
 
 
 __all__ = [

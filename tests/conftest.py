@@ -1,17 +1,21 @@
-"""Fixtures shared by every test: a private Redis and djqueue configured to use it."""
+"""Fixtures shared by every test: a private Redis and djqueue configured to use it, and an
+in-process worker."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import redis
 
 import djqueue
 from djqueue import config, connection
+from djqueue.worker.launcher import Launcher
 
 from .redis_server import MISSING, REDIS_SERVER, RedisServer
+from .worker_support import Running, wait_for
 
 
 @pytest.fixture(scope="session")
@@ -45,3 +49,24 @@ def r(redis_url: str) -> Iterator[redis.Redis]:
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     yield client
     client.close()
+
+
+@pytest.fixture
+def worker(redis_url: str) -> Iterator[Callable[..., Running]]:
+    """``worker(**settings)`` starts a launcher on a thread (fast beats, short BLMOVE); every
+    one started is stopped after the test."""
+    started: list[Running] = []
+
+    def start(**changes: Any) -> Running:
+        changes.setdefault("heartbeat_interval", 0.3)
+        settings = djqueue.get_settings().replace(**changes)
+        running = Running(Launcher(settings, block_timeout=0.2))
+        running.thread.start()
+        wait_for(lambda: running.launcher.manager.processors)
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        if running.thread.is_alive():
+            running.stop()

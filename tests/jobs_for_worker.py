@@ -57,6 +57,12 @@ def fail(message: str) -> None:
 exhausted: list[tuple[str, str]] = []
 
 
+@djqueue.job(name="t.fail_quietly", retry=False)
+def fail_quietly(message: str) -> None:
+    """Fails; registered with ``retry=False``, so a payload without a retry field is dropped."""
+    raise RuntimeError(message)
+
+
 def _retry_now(count: int, exc: BaseException) -> float:
     return 0
 

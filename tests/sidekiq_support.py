@@ -24,11 +24,12 @@ def require_sidekiq() -> None:
         pytest.skip(MISSING, allow_module_level=True)
 
 
-def ruby(redis_url: str, script: str, *args: str) -> str:
+def ruby(redis_url: str, script: str, *args: str, stdin: str | None = None) -> str:
     """Run ``tests/ruby/SCRIPT`` against ``redis_url``; returns what it printed."""
     result = subprocess.run(
         ["ruby", str(RUBY_DIR / script), *args],
         env={**os.environ, "REDIS_URL": redis_url},
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=60,

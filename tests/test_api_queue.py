@@ -8,7 +8,8 @@ import time
 import pytest
 
 import djqueue
-from djqueue.api import JobRecord, Queue, RetrySet, Stats, find
+from djqueue.api import JobRecord, Queue, RetrySet, Stats
+from djqueue.store import jobs as store_jobs
 
 
 def push(name: str, *args, queue: str = "default") -> str:
@@ -177,8 +178,8 @@ def test_redis_down_raises_the_documented_error():
 
 def test_find_job_across_several_script_calls(redis_url, r, monkeypatch):
     # Small bounds, so the search needs several calls and several rounds of candidates.
-    monkeypatch.setattr(find, "SCAN_PER_CALL", 700)
-    monkeypatch.setattr(find, "CANDIDATES", 3)
+    monkeypatch.setattr(store_jobs, "SCAN_PER_CALL", 700)
+    monkeypatch.setattr(store_jobs, "CANDIDATES", 3)
     wanted = "e" * 24
     client = djqueue.Client()
     client.push({"class": "Target", "args": ["me"], "jid": wanted})

@@ -235,7 +235,13 @@ def test_iteration_and_scan(redis_url, r):
 
     assert [e.args[0] for e in retries] == list(range(229, -1, -1))
     assert sorted(e.args[0] for e in retries.scan("disk full")) == [0, 50, 100, 150, 200]
-    assert list(retries.scan("[*?")) == []
+    # The text is matched as it is, not as a glob: "[x]" is no character class, "*" no wildcard.
+    add(r, "retry", failed_job(900, error_message="rate[x] *?"), 900)
+    add(r, "retry", failed_job(901, error_message="ratex and more"), 901)
+    assert [e.args[0] for e in retries.scan("rate[x] *?")] == [900]
+    assert [e.args[0] for e in retries.scan("rate[x]")] == [900]
+    assert list(retries.scan("rat*more")) == []
+    r.zrem("retry", *[m for m in r.zrange("retry", 0, -1) if json.loads(m)["args"][0] >= 900])
 
     for entry in retries:  # deleting while iterating skips nothing
         if entry.args[0] % 3:

@@ -1,4 +1,4 @@
-"""The job JSON in Redis, field by field against DESIGN.md's wire-format table, and the
+"""The job JSON in Redis, field by field against the wire format (docs/design.md), and the
 JSON-only rule: a bad argument is refused with its path and nothing reaches Redis."""
 
 from __future__ import annotations

@@ -8,15 +8,12 @@ import json
 import time
 
 import djqueue
-from djqueue.keys import Keys
+from djqueue.store import Keys
 from djqueue.worker.fetch import Fetcher
 from djqueue.worker.launcher import runtime_redis
 
 from . import jobs_for_worker as jobs
-from .worker_support import (
-    wait_for,
-    worker_fixture,  # noqa: F401 - provides the "worker" fixture
-)
+from .worker_support import wait_for
 
 
 @djqueue.job(name="t.event")

@@ -8,14 +8,15 @@ import threading
 import time
 
 import djqueue
-from djqueue.keys import Keys
+from djqueue.store import JobStore, Keys
 from djqueue.worker.launcher import runtime_redis
 from djqueue.worker.poller import Poller
 
 
 def make_poller(slot=(0, 1)) -> Poller:
     settings = djqueue.get_settings()
-    return Poller(runtime_redis(settings), Keys(), "default", 1.0, lambda: slot)
+    store = JobStore(runtime_redis(settings), Keys())
+    return Poller(store, Keys(), "default", 1.0, lambda: slot)
 
 
 def test_due_jobs_move_to_their_queues_once_with_enqueued_at(redis_url, r):
@@ -57,10 +58,31 @@ def test_enqueue_due_reports_the_earliest_waiting_time(redis_url, r):
 
 
 def test_malformed_members_go_to_dead_with_their_text(redis_url, r):
-    r.zadd("schedule", {"not json": time.time() - 1, "[1]": time.time() - 1})
+    """Text that is not JSON is buried as it was (so is JSON nested too deeply to read); JSON
+    that is not a job is wrapped in a job object of class djqueue.Malformed, its text as the
+    argument, so that Sidekiq's Web UI can still list the dead set."""
+    deep = "[" * 100_000 + "]" * 100_000
+    due = time.time() - 1
+    r.zadd("schedule", {"not json": due, "[1,2]": due, '{"class": "x"}': due, deep: due})
+    r.zadd("retry", {"42": due})
+    good = json.dumps({"class": "x", "args": [], "jid": "a" * 24})
+    r.zadd("schedule", {good: due})
+
     make_poller().enqueue_due()
-    assert sorted(r.zrange("dead", 0, -1)) == ["[1]", "not json"]
-    assert r.zcard("schedule") == 0
+
+    assert r.zcard("schedule") == 0 and r.zcard("retry") == 0
+    assert json.loads(r.lindex("queue:default", 0))["jid"] == "a" * 24
+    dead = r.zrange("dead", 0, -1)
+    assert "not json" in dead and deep in dead
+    wrapped = [json.loads(m) for m in dead if m not in ("not json", deep)]
+    assert sorted(job["args"] for job in wrapped) == [["42"], ["[1,2]"], ['{"class": "x"}']]
+    for job in wrapped:
+        assert job["class"] == "djqueue.Malformed" and job["queue"] == "default"
+        assert job["error_class"] == "djqueue.errors.MalformedJob"
+        assert len(job["jid"]) == 24 and job["retry"] is False
+    reasons = {job["args"][0]: job["error_message"] for job in wrapped}
+    assert reasons["[1,2]"] == "not a JSON object but a list"
+    assert reasons['{"class": "x"}'] == "job payload lacks a string 'class' and a list 'args'"
 
 
 def test_processes_take_turns_and_wake_for_due_jobs_in_their_slot():

@@ -7,10 +7,11 @@ import json
 import time
 
 import pytest
+import redis
 
 from djqueue import retry
 from djqueue.config import Settings
-from djqueue.keys import Keys
+from djqueue.store import JobStore, Keys
 
 
 def test_default_backoff_is_sidekiqs_formula():
@@ -23,7 +24,10 @@ def test_default_backoff_is_sidekiqs_formula():
 
 
 @pytest.mark.parametrize(
-    ("option", "expected"), [(True, 25), (5, 5), (0, 0), (False, 0), ("x", 0), (None, 0)]
+    ("option", "expected"),
+    # As Sidekiq's server reads it: false drops the job (None), an integer is taken as is,
+    # anything else truthy in Ruby ("True", "", 2.0) means the default number.
+    [(True, 25), (5, 5), (0, 0), (False, None), ("True", 25), ("", 25), (2.0, 25), (-1, 0)],
 )
 def test_max_attempts(option, expected):
     assert retry.max_attempts({"retry": option}, Settings()) == expected
@@ -32,6 +36,21 @@ def test_max_attempts(option, expected):
 def test_max_attempts_follows_the_setting():
     assert retry.max_attempts({"retry": True}, Settings(max_retries=3)) == 3
     assert retry.max_attempts({}, Settings(max_retries=3)) == 3
+
+
+def test_missing_retry_takes_the_registered_jobs_option():
+    """Sidekiq's JobRetry#local: a payload without ``retry`` (or with null) uses the job's."""
+
+    class Registered:
+        job_options = {"retry": False}
+
+    assert retry.max_attempts({}, Settings(), Registered()) is None
+    assert retry.max_attempts({"retry": None}, Settings(), Registered()) is None
+    Registered.job_options = {"retry": 2}
+    assert retry.max_attempts({}, Settings(), Registered()) == 2
+    assert retry.max_attempts({"retry": 7}, Settings(), Registered()) == 7  # the payload wins
+    Registered.job_options = {}
+    assert retry.max_attempts({}, Settings(), Registered()) == 25
 
 
 def test_retry_in_hook_answers():
@@ -87,12 +106,25 @@ def test_backtrace_option_stores_compressed_lines_innermost_first():
     assert len(lines) == 1 and lines[0].endswith(":in `_inner'")
 
 
+def test_backtrace_names_lose_their_angle_brackets():
+    """Sidekiq's Web UI prints backtrace lines unescaped: ``<lambda>`` would be an HTML tag."""
+    payload = {"class": "x", "args": [], "backtrace": True}
+    fail = lambda: _inner()  # noqa: E731 - a frame named <lambda> is the point
+    try:
+        exec(compile("fail()", "<generated>", "exec"), {"fail": fail})
+    except PaymentFailed as exc:
+        retry.record_failure(payload, exc, "default", 1.0)
+    lines = retry.decode_backtrace(payload["error_backtrace"])
+    assert lines[1].endswith(":in `lambda'")
+    assert lines[2].startswith("generated:1:in `module'")
+    assert not any("<" in line or ">" in line for line in lines)
+
+
 def test_dead_set_is_trimmed_by_age_and_count(redis_url, r):
-    settings = Settings(dead_max_jobs=3, dead_timeout=100.0)
+    store = JobStore(redis.Redis.from_url(redis_url), Keys(), dead_max_jobs=3, dead_timeout=100.0)
     now = time.time()
     r.zadd("dead", {"ancient": now - 1000})
     for i in range(5):
-        pipe = r.pipeline()
-        retry.add_to_dead(pipe, Keys(), json.dumps({"n": i}), now + i, settings)
-        pipe.execute()
+        member = json.dumps({"n": i})
+        assert store.bury([(member, member)], now + i) == 1
     assert [json.loads(m)["n"] for m in r.zrange("dead", 0, -1)] == [2, 3, 4]

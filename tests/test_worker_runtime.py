@@ -12,10 +12,7 @@ from djqueue import signals
 from djqueue.retry import decode_backtrace
 
 from . import jobs_for_worker as jobs
-from .worker_support import (
-    wait_for,
-    worker_fixture,  # noqa: F401 - provides the "worker" fixture
-)
+from .worker_support import wait_for
 
 
 def test_a_job_runs_with_its_args(worker, r):
@@ -107,16 +104,35 @@ def test_retries_then_dead_with_hooks_and_signals(worker, r):
     assert [p["jid"] for p in dead] == [jid]
 
 
-def test_retry_false_goes_straight_to_dead_unless_dead_false(worker, r):
-    to_dead = jobs.fail.set(retry=False).perform_later("no retry")
-    jobs.fail.set(retry=0, dead=False).perform_later("dropped")
-    jobs.record.perform_later("after")
-    w = worker(concurrency=1)
-    wait_for(lambda: r.llen("after"))
-    w.stop()
+def test_the_retry_field_is_read_as_sidekiq_reads_it(worker, r):
+    """false: dropped (job_dead sent), not buried; 0: straight to dead, unless dead: false;
+    "True" (a string some clients write): the default retries; missing: the registered job's
+    own option, whoever pushed the payload."""
+    dropped = jobs.fail.set(retry=False).perform_later("retry false")
+    to_dead = jobs.fail.set(retry=0).perform_later("retry 0")
+    dropped_too = jobs.fail.set(retry=0, dead=False).perform_later("retry 0, dead false")
+    retried = djqueue.Client().push({"class": "t.fail", "args": ["x"], "retry": "True"})
+    for jid, name in (("a" * 24, "t.fail_quietly"), ("b" * 24, "t.fail")):  # no retry field
+        r.lpush("queue:default", json.dumps({"class": name, "args": ["x"], "jid": jid}))
+    deaths: list[str] = []
+
+    def died(sender, payload, **extra):
+        deaths.append(payload["jid"])
+
+    signals.job_dead.connect(died)
+    try:
+        jobs.record.perform_later("after")
+        w = worker(concurrency=1)
+        wait_for(lambda: r.llen("after"))
+        w.stop()
+    finally:
+        signals.job_dead.disconnect(died)
     assert [json.loads(m)["jid"] for m in r.zrange("dead", 0, -1)] == [to_dead]
-    assert r.zcard("retry") == 0
-    assert r.get("stat:failed") == "2"
+    retries = {json.loads(m)["jid"]: json.loads(m) for m in r.zrange("retry", 0, -1)}
+    assert set(retries) == {retried, "b" * 24}
+    assert retries[retried]["retry"] == "True" and retries[retried]["retry_count"] == 0
+    assert sorted(deaths) == sorted([dropped, to_dead, dropped_too, "a" * 24])
+    assert r.get("stat:failed") == "6"
 
 
 def test_unknown_job_goes_to_retry_and_the_worker_goes_on(worker, r):
@@ -130,13 +146,21 @@ def test_unknown_job_goes_to_retry_and_the_worker_goes_on(worker, r):
 
 
 def test_malformed_payloads_go_to_dead_with_their_text(worker, r):
-    bad = ["not json {", '{"args": [1]}', "[1, 2]", '{"class": "t.record", "args": "x"}']
-    for text in bad:
+    """Text that is not JSON is buried as it is; JSON that is not a job is wrapped in a job of
+    class djqueue.Malformed with the text as its argument (Sidekiq's Web UI needs objects)."""
+    bad = ["[1, 2]", '{"args": [1]}', '{"class": "t.record", "args": "x"}', "42"]
+    for text in ["not json {", *bad]:
         r.lpush("queue:default", text)
     jobs.record.perform_later("after", "ok")
     worker(concurrency=1)
     assert wait_for(lambda: r.lrange("after", 0, -1)) == ["['ok']"]
-    assert sorted(r.zrange("dead", 0, -1)) == sorted(bad)
+    wait_for(lambda: r.zcard("dead") == 5)
+    dead = r.zrange("dead", 0, -1)
+    assert "not json {" in dead
+    wrapped = [json.loads(m) for m in dead if m != "not json {"]
+    assert sorted(job["args"][0] for job in wrapped) == sorted(bad)
+    assert {job["class"] for job in wrapped} == {"djqueue.Malformed"}
+    assert {job["queue"] for job in wrapped} == {"default"}
 
 
 def test_a_scheduled_job_runs_after_its_time_and_not_before(worker, r):

@@ -8,10 +8,7 @@ import json
 
 from . import jobs_for_worker as jobs
 from .sidekiq_support import require_sidekiq, ruby
-from .worker_support import (
-    wait_for,
-    worker_fixture,  # noqa: F401 - provides the "worker" fixture
-)
+from .worker_support import wait_for
 
 require_sidekiq()
 

@@ -1,15 +1,13 @@
-"""What the in-process worker tests share: a launcher running on a thread, and waiting."""
+"""What the in-process worker tests share: a launcher running on a thread (the ``worker``
+fixture in conftest.py), and waiting."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-
-import djqueue
 from djqueue.worker.launcher import Launcher
 
 
@@ -38,22 +36,3 @@ class Running:
         self.launcher.signal("TERM")
         self.thread.join(30)
         assert not self.thread.is_alive()
-
-
-@pytest.fixture(name="worker")
-def worker_fixture(redis_url: str) -> Iterator[Callable[..., Running]]:
-    started: list[Running] = []
-
-    def start(**changes: Any) -> Running:
-        changes.setdefault("heartbeat_interval", 0.3)
-        settings = djqueue.get_settings().replace(**changes)
-        running = Running(Launcher(settings, block_timeout=0.2))
-        running.thread.start()
-        wait_for(lambda: running.launcher.manager.processors)
-        started.append(running)
-        return running
-
-    yield start
-    for running in started:
-        if running.thread.is_alive():
-            running.stop()

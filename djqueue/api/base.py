@@ -14,7 +14,7 @@ import redis
 
 from .. import config, connection
 from ..config import Settings
-from ..keys import Keys
+from ..store import JobStore, Keys, ProcessStore
 
 T = TypeVar("T")
 
@@ -29,6 +29,11 @@ class ApiObject:
         self.settings = settings or config.get_settings()
         self.redis = redis_client or connection.get_redis(self.settings)
         self.keys = Keys(self.settings.namespace)
+        #: The store's transitions: every change the API makes goes through them.
+        self.store = JobStore(
+            self.redis, self.keys, self.settings.dead_max_jobs, self.settings.dead_timeout
+        )
+        self.process_store = ProcessStore(self.redis, self.keys)
 
     def _call(self, fn: Callable[[], T]) -> T:
         return connection.call(self.settings, fn)

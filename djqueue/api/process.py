@@ -3,8 +3,9 @@
 Each worker keeps its identity in the ``processes`` set and a hash under its identity that
 expires 60 s after the last beat. A member whose hash has expired is a process that died
 without cleaning up; `ProcessSet` prunes such members as Sidekiq does, at most once a minute
-across all readers (the ``process_cleanup`` key, Sidekiq 7's). Signals are not sent to the
-process directly: they are pushed onto ``IDENTITY-signals``, which its heartbeat pops.
+across all readers and workers (the store's prune, under Sidekiq 7's ``process_cleanup`` key).
+Signals are not sent to the process directly: they are pushed onto ``IDENTITY-signals``, which
+its heartbeat pops.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from .base import ApiObject, integer, text
 
 #: The fields of the process hash, besides ``info``, that a process listing shows.
 FIELDS = ("info", "busy", "beat", "quiet", "rss", "rtt_us", "concurrency")
-
-SIGNALS = ("TSTP", "TERM", "TTIN")
 
 
 class Process(ApiObject):
@@ -105,17 +104,7 @@ class Process(ApiObject):
 
     def signal(self, name: str) -> None:
         """Ask the process to act on ``TSTP`` (quiet), ``TERM`` (stop) or ``TTIN`` (dump)."""
-        if name not in SIGNALS:
-            raise ValueError(f"unknown signal {name!r}; expected one of {', '.join(SIGNALS)}")
-        key = self.keys.signals(self.identity)
-
-        def run() -> None:
-            pipe = self.redis.pipeline(transaction=True)
-            pipe.lpush(key, name)
-            pipe.expire(key, 60)
-            pipe.execute()
-
-        self._call(run)
+        self._call(lambda: self.process_store.signal(self.identity, name))
 
     def quiet_down(self) -> None:
         """Stop taking new jobs; running ones finish (TSTP)."""
@@ -148,24 +137,8 @@ class ProcessSet(ApiObject):
 
     def cleanup(self, force: bool = True) -> int:
         """Remove members whose hash has no ``info`` (their heartbeat expired); returns how
-        many. Unless ``force``, runs only if no reader did so in the last 60 seconds."""
-        lock = self.keys.prefix + "process_cleanup"
-        if not force and not self._call(lambda: self.redis.set(lock, "1", nx=True, ex=60)):
-            return 0
-        identities = self._identities()
-        if not identities:
-            return 0
-
-        def infos() -> list[Any]:
-            pipe = self.redis.pipeline(transaction=False)
-            for identity in identities:
-                pipe.hget(self.keys.process(identity), "info")
-            return pipe.execute()
-
-        dead = [i for i, info in zip(identities, self._call(infos), strict=False) if info is None]
-        if not dead:
-            return 0
-        return int(self._call(lambda: self.redis.srem(self.keys.processes, *dead)))
+        many. Unless ``force``, runs only if no reader or worker did so a moment ago."""
+        return self._call(lambda: self.process_store.prune(force=force))
 
     def __iter__(self) -> Iterator[Process]:
         return iter(self.processes())

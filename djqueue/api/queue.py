@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import redis
 
 from ..config import Settings
 from .base import ApiObject, text
-from .find import candidates
 from .record import JobRecord
 
 
@@ -92,10 +90,10 @@ class Queue(ApiObject):
             start += len(page) - max(0, size_before - self.size)
 
     def find_job(self, jid: str) -> JobRecord | None:
-        """The job with this jid, searched for inside Redis (see `djqueue.api.find`)."""
+        """The job with this jid, searched for inside Redis (`JobStore.candidates`)."""
 
         def find() -> JobRecord | None:
-            for raw, _index in candidates(self.redis, self.key, jid, "list"):
+            for raw, _index in self.store.candidates(self.key, jid, "list"):
                 record = JobRecord(raw, self)
                 if record.jid == jid:
                     return record
@@ -105,17 +103,8 @@ class Queue(ApiObject):
 
     def delete_record(self, record: JobRecord) -> bool:
         """Remove one job by its exact stored value (what `JobRecord.delete` calls)."""
-        raw: Any = record.raw
-        return bool(self._call(lambda: self.redis.lrem(self.key, 1, raw)))
+        return self._call(lambda: self.store.delete_from_queue(self.name, record.raw))
 
     def clear(self) -> int:
         """Delete the queue and forget its name; returns how many jobs it held."""
-
-        def run() -> int:
-            pipe = self.redis.pipeline(transaction=True)
-            pipe.llen(self.key)
-            pipe.unlink(self.key)
-            pipe.srem(self.keys.queues, self.name)
-            return int(pipe.execute()[0])
-
-        return self._call(run)
+        return self._call(lambda: self.store.clear_queue(self.name))

@@ -56,8 +56,9 @@ class JobRecord:
 
     @property
     def is_malformed(self) -> bool:
-        """True when the entry is not a job object (the worker moves such data to dead)."""
-        return self.parse_error is not None
+        """True when the entry is not a job object (the worker moves such data to dead), or
+        is the job object such data was wrapped in (class ``djqueue.Malformed``)."""
+        return self.parse_error is not None or self.item.get("class") == retry.MALFORMED
 
     @property
     def jid(self) -> str | None:
@@ -72,7 +73,11 @@ class JobRecord:
 
     @property
     def display_name(self) -> str:
-        """What a person calls the job: the wrapped class for a Rails ActiveJob payload."""
+        """What a person calls the job: ``display_class`` when the payload has one (as in
+        Sidekiq), else the wrapped class for a Rails ActiveJob payload, else ``class``."""
+        display = self.item.get("display_class")
+        if isinstance(display, str) and display:
+            return display
         if self.job_name in ACTIVE_JOB_WRAPPERS:
             wrapped = self.item.get("wrapped")
             if isinstance(wrapped, str):

@@ -16,14 +16,8 @@ import redis
 from ..config import Settings
 from ..middleware import client_middleware
 from ..payload import Payload, dumps, now
-from ..retry import add_to_dead, trim_dead
-from ..scripts import Script
 from .base import ApiObject
-from .find import candidates
 from .record import SortedEntry
-
-_requeue = Script("djqueue.api", "requeue")
-_kill = Script("djqueue.api", "kill")
 
 #: Entries handled per Redis call by the "all" actions.
 BATCH = 100
@@ -34,7 +28,7 @@ _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "*?[]\\"})
 class SortedSet(ApiObject):
     """What the three sets share. Use `ScheduledSet`, `RetrySet` or `DeadSet`."""
 
-    #: The attribute of `djqueue.keys.Keys` naming the set.
+    #: The attribute of `djqueue.store.Keys` naming the set.
     kind: ClassVar[str] = ""
     #: The order of `jobs` when not given: dead jobs newest first, the others soonest first.
     newest_first: ClassVar[bool] = False
@@ -109,10 +103,10 @@ class SortedSet(ApiObject):
             yield SortedEntry(member, score, self)
 
     def find_job(self, jid: str) -> SortedEntry | None:
-        """The entry with this jid, searched for inside Redis (see `djqueue.api.find`)."""
+        """The entry with this jid, searched for inside Redis (`JobStore.candidates`)."""
 
         def find() -> SortedEntry | None:
-            for member, score in candidates(self.redis, self.key, jid, "zset"):
+            for member, score in self.store.candidates(self.key, jid, "zset"):
                 entry = SortedEntry(member, float(score), self)
                 if entry.jid == jid:
                     return entry
@@ -143,9 +137,8 @@ class SortedSet(ApiObject):
 
     def delete_entries(self, entries: list[SortedEntry]) -> int:
         """Remove entries by their stored value; returns how many were still there."""
-        if not entries:
-            return 0
-        return int(self._call(lambda: self.redis.zrem(self.key, *[e.raw for e in entries])))
+        members = [e.raw for e in entries]
+        return self._call(lambda: self.store.delete_from_set(self.key, members))
 
     def delete_by_jid(self, score: float, jid: str) -> bool:
         return self.delete_entries(self.fetch(score, jid)) > 0
@@ -157,8 +150,7 @@ class SortedSet(ApiObject):
         after a manual retry records the count the job already had. Entries that are not job
         JSON, and those a middleware stops, stay where they are. Returns how many moved.
         """
-        keys = [self.key, self.keys.queues]
-        args: list[Any] = []
+        moves: list[tuple[str | bytes, str, str]] = []
         for entry in entries:
             if entry.is_malformed or not entry.job_name:
                 continue
@@ -172,31 +164,19 @@ class SortedSet(ApiObject):
             if not _through_middleware(payload):
                 continue
             payload["enqueued_at"] = now()
-            keys.append(self.keys.queue(payload["queue"]))
-            args += [entry.raw, payload["queue"], dumps(payload)]
-        if not args:
+            moves.append((entry.raw, payload["queue"], dumps(payload)))
+        if not moves:
             return 0
-        return int(self._call(lambda: _requeue(self.redis, keys, args)))
+        return self._call(lambda: self.store.move_to_queue(self.key, moves))
 
     def kill_entries(self, entries: list[SortedEntry]) -> int:
         """Move entries to the dead set, which is then trimmed; returns how many moved."""
-        if not entries:
-            return 0
-        t = now()
-        args = [repr(t), repr(t - self.settings.dead_timeout), self.settings.dead_max_jobs]
-        args += [e.raw for e in entries]
-        return int(self._call(lambda: _kill(self.redis, [self.key, self.keys.dead], args)))
+        pairs = [(e.raw, e.raw) for e in entries]
+        return self._call(lambda: self.store.bury(pairs, now(), self.key, "zset"))
 
     def clear(self) -> int:
         """Delete every entry; returns how many there were."""
-
-        def run() -> int:
-            pipe = self.redis.pipeline(transaction=True)
-            pipe.zcard(self.key)
-            pipe.unlink(self.key)
-            return int(pipe.execute()[0])
-
-        return self._call(run)
+        return self._call(lambda: self.store.clear_set(self.key))
 
     def _each_batch(self, action: Callable[[list[SortedEntry]], int]) -> int:
         """Apply ``action`` (which returns how many entries it removed) to every entry.
@@ -279,21 +259,9 @@ class DeadSet(_Failed):
     def kill(self, job: Payload | str | bytes) -> None:
         """Add a job (a payload or its JSON) to the dead set now, then trim the set."""
         member = dumps(job) if isinstance(job, dict) else job
-
-        def run() -> None:
-            pipe = self.redis.pipeline(transaction=True)
-            add_to_dead(pipe, self.keys, member, now(), self.settings)
-            pipe.execute()
-
-        self._call(run)
+        self._call(lambda: self.store.bury([(member, member)], now()))
 
     def trim(self) -> None:
         """Drop jobs older than ``dead_timeout`` and all but the newest ``dead_max_jobs``."""
         t = now()
-
-        def run() -> None:
-            pipe = self.redis.pipeline(transaction=True)
-            trim_dead(pipe, self.keys, t, self.settings)
-            pipe.execute()
-
-        self._call(run)
+        self._call(lambda: self.store.trim_dead(t))

@@ -125,7 +125,7 @@ class Stats(ApiObject):
         if unknown:
             raise ValueError(f"unknown stat(s) {', '.join(sorted(unknown))}")
         names = stats or ("processed", "failed")
-        self._call(lambda: self.redis.mset({getattr(self.keys, n): 0 for n in names}))
+        self._call(lambda: self.process_store.reset_counters(names))
         self._figures = None
 
 

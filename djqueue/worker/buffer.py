@@ -193,7 +193,7 @@ class JobBuffer:
             raise
 
     def held(self) -> Counter[tuple[str, bytes]]:
-        """Buffered and pending jobs, by working list: not loose, whatever the janitor sees."""
+        """Buffered and pending jobs, by queue: not loose, whatever the janitor sees."""
         with self._lock:
             units = [*self.jobs, *self.acks]
-        return Counter((unit.working, unit.raw) for unit in units)
+        return Counter((unit.queue, unit.raw) for unit in units)

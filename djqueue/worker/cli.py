@@ -1,5 +1,5 @@
 """The ``djqueue`` command: ``worker`` runs the runtime; ``stats`` and ``queues`` print what
-the inspection API sees.
+the inspection API sees (`djqueue.api.report`).
 
     djqueue worker -r myapp.jobs -q critical,3 -q default -c 10
 
@@ -193,43 +193,6 @@ def _install_signal_handlers(notify: Callable[[str], None]) -> Callable[[], None
     return restore
 
 
-# -- djqueue stats / djqueue queues --------------------------------------------------------
-
-
-def print_stats(settings: Settings) -> None:
-    """What ``djqueue.api.Stats`` sees, one figure per line."""
-    from ..api import Stats
-
-    stats = Stats(settings=settings)
-    rows = [
-        ("processed", stats.processed),
-        ("failed", stats.failed),
-        ("enqueued", stats.enqueued),
-        ("scheduled", stats.scheduled_size),
-        ("retries", stats.retry_size),
-        ("dead", stats.dead_size),
-        ("processes", stats.processes_size),
-        ("busy", stats.busy),
-        ("latency", f"{stats.default_queue_latency:.1f}s (default queue)"),
-    ]
-    for label, value in rows:
-        print(f"{label:<10} {value}")
-
-
-def print_queues(settings: Settings) -> None:
-    """Each queue of ``djqueue.api.Queue.all()`` with its size and latency."""
-    from ..api import Queue
-
-    queues = Queue.all(settings=settings)
-    if not queues:
-        print("no queues")
-        return
-    width = max(5, *(len(q.name) for q in queues))
-    print(f"{'queue':<{width}}  {'size':>8}  {'latency':>10}")
-    for q in queues:
-        print(f"{q.name:<{width}}  {q.size:>8}  {q.latency:>9.1f}s")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="djqueue", description="Background jobs on Redis, in Sidekiq's wire format."
@@ -262,11 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if command == "worker":
             return run_worker(options)
+        from ..api import report
+
         settings = effective_settings(options, config.get_settings())
-        if command == "stats":
-            print_stats(settings)
-        else:
-            print_queues(settings)
+        print(report.stats(settings) if command == "stats" else report.queues(settings))
         return 0
     except DjQueueError as exc:
         print(f"djqueue: {exc}", file=sys.stderr)

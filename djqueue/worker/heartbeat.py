@@ -1,10 +1,10 @@
 """The heartbeat: every few seconds, tell Redis this process is alive and what it is doing.
 
-One MULTI per beat, in Sidekiq's layout (DESIGN.md): the stats counted since the last beat, the
-busy-work hash (``IDENTITY:work``, and ``IDENTITY:workers`` for Sidekiq 6.4.1 readers), the
-``processes`` set, the identity hash, this process's entry in the working-lists index, and one
-remote signal popped from ``IDENTITY-signals``. A process that stops beating disappears: its
-hashes expire after 60 s and the janitor removes it from ``processes``.
+One MULTI per beat (`djqueue.store.ProcessStore.beat`, Sidekiq's layout, see docs/design.md):
+the stats counted since the last beat, the busy-work hash, the ``processes`` set, the identity
+hash, this process's entry in the working-lists index, and one remote signal popped from
+``IDENTITY-signals``. A process that stops beating disappears: its hashes expire after 60 s and
+the janitor removes it from ``processes``.
 """
 
 from __future__ import annotations
@@ -18,17 +18,12 @@ from typing import Any
 
 import redis
 
-from ..keys import Keys
 from ..payload import dumps
+from ..store import Keys, ProcessStore
 from .backoff import REDIS_ERRORS, Backoff
-from .fetch import Fetcher, index_key
+from .fetch import Fetcher
 from .log import logger
 from .stats import Stats
-
-#: Seconds the identity and work hashes live without a beat (Sidekiq's value).
-EXPIRY = 60
-#: Daily stat keys live five years, as in Sidekiq.
-STATS_TTL = 5 * 365 * 24 * 3600
 
 
 def rss_kb() -> int:
@@ -59,7 +54,7 @@ class Heartbeat:
         quiet: Callable[[], bool],
     ) -> None:
         self.redis = redis_client
-        self.keys = keys
+        self.store = ProcessStore(redis_client, keys)
         self.identity = identity
         self.info_json = json.dumps(info, separators=(",", ":"))
         self.stats = stats
@@ -72,76 +67,37 @@ class Heartbeat:
     def beat(self) -> str | None:
         """Write one beat; returns the remote signal popped (``TSTP``, ``TERM``, ``TTIN``)."""
         processed, failed = self.stats.take()
+        busy = self.stats.busy()
+        work = {
+            tid: dumps({**w, "payload": w["payload"].decode("utf-8", "replace")})
+            for tid, w in busy.items()
+        }
         try:
             started = time.perf_counter()
             self.redis.ping()
             self.rtt_us = int((time.perf_counter() - started) * 1_000_000)
-            replies = self._write(processed, failed)
-        except REDIS_ERRORS:
-            self.stats.give_back(processed, failed)
-            raise
-        signal, peers = replies[-2], replies[-1]
-        self.peers = sorted({p.decode() for p in peers} | {self.identity})
-        return signal.decode() if signal else None
-
-    def _add_counts(self, pipe: Any, processed: int, failed: int) -> None:
-        """Queue the INCRBYs of the totals and today's counters (beat and clear both flush)."""
-        day = time.strftime("%Y-%m-%d", time.gmtime())
-        for stat, total, count in (
-            ("processed", self.keys.processed, processed),
-            ("failed", self.keys.failed, failed),
-        ):
-            if count:
-                pipe.incrby(total, count)
-                pipe.incrby(self.keys.daily(stat, day), count)
-                pipe.expire(self.keys.daily(stat, day), STATS_TTL)
-
-    def _write(self, processed: int, failed: int) -> list[Any]:
-        k = self.keys
-        ident = self.identity
-        pipe = self.redis.pipeline(transaction=True)
-        self._add_counts(pipe, processed, failed)
-        busy = self.stats.busy()
-        work: dict[Any, Any] = {
-            tid: dumps({**w, "payload": w["payload"].decode("utf-8", "replace")})
-            for tid, w in busy.items()
-        }
-        for key in (k.work(ident), k.workers(ident)):
-            pipe.unlink(key)
-            if work:
-                pipe.hset(key, mapping=work)
-                pipe.expire(key, EXPIRY)
-        pipe.sadd(k.processes, ident)
-        pipe.hset(
-            k.process(ident),
-            mapping={
+            fields = {
                 "info": self.info_json,
                 "busy": len(busy),
                 "beat": time.time(),
                 "quiet": "true" if self.quiet() else "false",
                 "rss": rss_kb(),
                 "rtt_us": self.rtt_us,
-            },
-        )
-        pipe.expire(k.process(ident), EXPIRY)
-        pipe.hset(index_key(k), ident, self.fetcher.index_value)
-        pipe.rpop(k.signals(ident))
-        pipe.hkeys(index_key(k))
-        return pipe.execute()
+            }
+            signal, peers = self.store.beat(
+                self.identity, fields, work, self.fetcher.index_value, processed, failed
+            )
+        except REDIS_ERRORS:
+            self.stats.give_back(processed, failed)
+            raise
+        self.peers = sorted(set(peers) | {self.identity})
+        return signal
 
     def clear(self, drop_index: bool = True) -> None:
         """Leave cleanly: flush the last counts and remove every trace of this process
         (but its working-lists entry when ``drop_index`` is false)."""
         processed, failed = self.stats.take()
-        k = self.keys
-        ident = self.identity
-        pipe = self.redis.pipeline(transaction=True)
-        self._add_counts(pipe, processed, failed)
-        pipe.srem(k.processes, ident)
-        pipe.unlink(k.process(ident), k.work(ident), k.workers(ident), k.signals(ident))
-        if drop_index:
-            pipe.hdel(index_key(k), ident)
-        pipe.execute()
+        self.store.clear(self.identity, processed, failed, drop_index)
 
 
 class HeartbeatThread:

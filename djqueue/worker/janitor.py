@@ -5,9 +5,10 @@ Three duties, run at start-up and after every heartbeat:
 * **Orphaned jobs.** A process whose identity hash has expired (no beat for 60 s), or which ran
   on this host under a pid that no longer exists, has its working lists pushed back to the
   front of their queues, atomically, by whichever live process gets there first. The periodic
-  sweep is guarded by a short ``SET NX EX`` lock so a cluster sweeps about once per beat.
-* **The processes set.** Members whose hash is gone are removed (Sidekiq 7's rule, under the
-  same ``process_cleanup`` lock key), so a dead process leaves the UI within a minute or so.
+  sweep is guarded by a short lock (``working_sweep``) so a cluster sweeps about once per beat.
+* **The processes set.** Members that are dead by the same rule are removed (the store's
+  prune, under Sidekiq 7's ``process_cleanup`` lock), so a dead process leaves the UI within
+  a minute or so.
 * **Leaked jobs in our own lists.** A reply lost to a dropped connection can leave a job in
   this process's working list that no processor knows about. A job seen there on two
   consecutive beats without a processor holding it is pushed back.
@@ -15,7 +16,6 @@ Three duties, run at start-up and after every heartbeat:
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from collections import Counter
@@ -23,16 +23,9 @@ from collections.abc import Callable
 
 import redis
 
-from ..keys import Keys
-from .fetch import Fetcher, index_key, requeue_identity
+from ..store import Keys, ProcessStore, requeue_process, working_index
+from .fetch import Fetcher, Unit
 from .log import logger
-
-SWEEP_LOCK = "working_sweep"
-CLEANUP_LOCK = "process_cleanup"
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def hostname() -> str:
@@ -70,80 +63,59 @@ class Janitor:
         identity: str,
         fetcher: Fetcher,
         in_hand: Callable[[], Counter[tuple[str, bytes]]],
-        lock_seconds: int = 5,
+        lock_seconds: float = 5,
     ) -> None:
         self.redis = redis_client
         self.keys = keys
+        self.processes = ProcessStore(redis_client, keys)
         self.identity = identity
         self.host = hostname()
         self.fetcher = fetcher
         self.in_hand = in_hand
-        self.lock_seconds = max(1, lock_seconds)
+        self.lock_seconds = lock_seconds
         self._suspects: Counter[tuple[str, bytes]] = Counter()
 
     def run(self) -> None:
         """The periodic duties, called after each heartbeat."""
         self.reconcile()
-        if self._lock(SWEEP_LOCK):
+        if self.processes.lock(self.keys.working_sweep, self.identity, self.lock_seconds):
             self.sweep()
-        if self._lock(CLEANUP_LOCK):
-            self.clean_processes()
+        self.clean_processes()
 
-    def _lock(self, name: str) -> bool:
-        return bool(
-            self.redis.set(self.keys.prefix + name, self.identity, nx=True, ex=self.lock_seconds)
-        )
-
-    def _dead(self, identities: list[str]) -> list[str]:
-        pipe = self.redis.pipeline(transaction=False)
-        for ident in identities:
-            pipe.hexists(self.keys.process(ident), "info")
-        alive = pipe.execute()
-        return [
-            ident
-            for ident, has_info in zip(identities, alive, strict=True)
-            if not has_info or pid_is_gone(ident, self.host)
-        ]
+    def _gone(self, identity: str) -> bool:
+        return pid_is_gone(identity, self.host)
 
     def sweep(self) -> int:
         """Push back the working lists of every dead process; returns the jobs pushed back."""
-        entries = self.redis.hgetall(index_key(self.keys))
-        others = {_text(k): v for k, v in entries.items() if _text(k) != self.identity}
+        index = working_index(self.redis, self.keys)
+        others = [ident for ident in index if ident != self.identity]
         total = 0
-        for ident in self._dead(list(others)):
-            try:
-                names = [str(n) for n in json.loads(others[ident])]
-            except (ValueError, TypeError):
-                names = []
-            moved = requeue_identity(self.redis, self.keys, ident, names)
+        for ident, alive in zip(others, self.processes.alive(others), strict=True):
+            if alive and not self._gone(ident):
+                continue
+            moved = requeue_process(self.redis, self.keys, ident, index[ident])
             if moved:
                 logger.warning("pushed back %d job(s) left by dead process %s", moved, ident)
             total += moved
         return total
 
     def clean_processes(self) -> int:
-        members = [_text(m) for m in self.redis.smembers(self.keys.processes)]
-        dead = self._dead([m for m in members if m != self.identity])
-        if dead:
-            self.redis.srem(self.keys.processes, *dead)
-        return len(dead)
+        """Prune dead members of ``processes`` (at most once per few seconds, cluster-wide)."""
+        return self.processes.prune(also_dead=self._gone, keep=self.identity)
 
     def reconcile(self) -> int:
         """Push back jobs in our own working lists that no processor has held for a beat."""
         listed: Counter[tuple[str, bytes]] = Counter()
-        for key, jobs in self.fetcher.working_jobs().items():
+        for name, jobs in self.fetcher.working_jobs().items():
             for raw in jobs:
-                listed[(key, raw)] += 1
+                listed[(name, raw)] += 1
         loose = listed - self.in_hand()
         stale = loose & self._suspects
         self._suspects = loose - stale
         pushed = 0
-        names = {w: n for n, w in self.fetcher.working.items()}
-        for (key, raw), count in stale.items():
+        for (name, raw), count in stale.items():
             for _ in range(count):
-                from .fetch import Unit
-
-                pushed += self.fetcher.requeue(Unit(names[key], raw, key))
+                pushed += self.fetcher.requeue(Unit(name, raw, self.fetcher.working[name]))
         if pushed:
             logger.warning("pushed back %d job(s) no processor was holding", pushed)
         return pushed

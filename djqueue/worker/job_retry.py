@@ -13,14 +13,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import redis
-
 from .. import registry, retry, signals
 from ..config import Settings
-from ..keys import Keys
 from ..payload import dumps, loads
+from ..store import JobStore
 from .backoff import keep_trying
-from .fetch import Unit
+from .fetch import Fetcher, Unit
 from .log import logger
 
 #: Exceptions from a job that count as the job's failure. ``SystemExit`` is included: a job
@@ -32,10 +30,10 @@ class JobRetry:
     """Processor step: ``step(unit, payload, inner)``; swallows the job's error once recorded."""
 
     def __init__(
-        self, redis_client: redis.Redis, keys: Keys, settings: Settings, stop: threading.Event
+        self, jobs: JobStore, fetcher: Fetcher, settings: Settings, stop: threading.Event
     ) -> None:
-        self.redis = redis_client
-        self.keys = keys
+        self.jobs = jobs
+        self.fetcher = fetcher
         self.settings = settings
         self.stop = stop
 
@@ -46,7 +44,7 @@ class JobRetry:
             self.failed(unit, exc)
 
     def failed(self, unit: Unit, exc: BaseException) -> None:
-        """Record the failure of ``unit``: retry, dead or discard; then it is acknowledged.
+        """Record the failure of ``unit``: retry, dead or drop; then it is acknowledged.
 
         The payload is read again from the stored JSON rather than taken from the running
         job, so changes a middleware or the job made to its dict do not leak into the retry.
@@ -55,22 +53,37 @@ class JobRetry:
         name = payload["class"]
         definition = registry.get(name)
         now = time.time()
-        allowed = retry.max_attempts(payload, self.settings)
+        allowed = retry.max_attempts(payload, self.settings, definition)
+        if allowed is None:
+            self.drop(unit, payload, exc, "retry: false")
+            return
         count = retry.record_failure(payload, exc, unit.queue, now)
         delay: float | str = retry.KILL
         if count < allowed:
             delay = retry.delay_for(definition, count, exc)
         if delay == retry.DISCARD:
             logger.info("%s %s discarded by its retry_in hook", name, payload.get("jid"))
-            self._write(unit, None)
+            self._write(lambda: self.fetcher.fetch(0, acks=[unit]))
         elif isinstance(delay, float):
             at = now + delay
-            self._write(unit, lambda pipe: pipe.zadd(self.keys.retry, {dumps(payload): at}))
+            member = dumps(payload)
+            self._write(lambda: self.jobs.retry_later(unit.working, unit.raw, member, at))
             if signals.job_retry_scheduled.receivers:
                 signals.job_retry_scheduled.send(name, payload=payload, exception=exc, retry_at=at)
         else:
             self.exhausted(unit, payload, definition, exc, now)
         unit.acked = True
+
+    def drop(self, unit: Unit, payload: dict[str, Any], exc: BaseException, why: str) -> None:
+        """A failed job that is neither retried nor buried: acknowledged, logged, and
+        reported with `djqueue.signals.job_dead` (Sidekiq's death handlers run here too)."""
+        logger.warning(
+            "%s %s failed and is dropped (%s)", payload["class"], payload.get("jid"), why
+        )
+        self._write(lambda: self.fetcher.fetch(0, acks=[unit]))
+        unit.acked = True
+        if signals.job_dead.receivers:
+            signals.job_dead.send(payload["class"], payload=payload, exception=exc)
 
     def exhausted(
         self, unit: Unit, payload: dict[str, Any], definition: Any, exc: BaseException, now: float
@@ -83,17 +96,10 @@ class JobRetry:
             except Exception:
                 logger.exception("retries_exhausted hook of %s raised", payload["class"])
         if payload.get("dead") is False:
-            logger.info(
-                "%s %s failed for good; dead: false, so dropped",
-                payload["class"],
-                payload.get("jid"),
-            )
-            self._write(unit, None)
+            self.drop(unit, payload, exc, "retries used up; dead: false")
             return
         member = dumps(payload)
-        self._write(
-            unit, lambda pipe: retry.add_to_dead(pipe, self.keys, member, now, self.settings)
-        )
+        self._write(lambda: self.jobs.bury([(unit.raw, member)], now, unit.working, "list"))
         logger.warning(
             "%s %s moved to the dead set after %d retries",
             payload["class"],
@@ -104,7 +110,8 @@ class JobRetry:
             signals.job_dead.send(payload["class"], payload=payload, exception=exc)
 
     def bury_malformed(self, unit: Unit, error: Exception) -> None:
-        """A payload that is not a job: to the dead set with its text as it was; acknowledged."""
+        """A payload that is not a job: to the dead set (`djqueue.retry.malformed_entry`),
+        out of the working list."""
         logger.error(
             "malformed job in queue %s moved to the dead set (%s): %r",
             unit.queue,
@@ -112,26 +119,15 @@ class JobRetry:
             unit.raw[:200],
         )
         now = time.time()
-        self._write(
-            unit, lambda pipe: retry.add_to_dead(pipe, self.keys, unit.raw, now, self.settings)
-        )
+        member = retry.malformed_entry(unit.raw, unit.queue, str(error), now)
+        self._write(lambda: self.jobs.bury([(unit.raw, member)], now, unit.working, "list"))
         unit.acked = True
         if signals.job_dead.receivers:
             text = unit.raw.decode("utf-8", "replace")
             signals.job_dead.send(None, payload=None, exception=None, raw=text)
 
-    def _write(self, unit: Unit, add: Callable[[Any], Any] | None) -> None:
-        """One MULTI/EXEC: the retry or dead write, and the job out of the working list.
-
-        Both halves are idempotent (the same member, LREM of one copy), so trying again after
-        a connection error whose reply was lost does no harm.
-        """
-
-        def write() -> None:
-            pipe = self.redis.pipeline(transaction=True)
-            if add is not None:
-                add(pipe)
-            pipe.lrem(unit.working, 1, unit.raw)  # type: ignore[arg-type]
-            pipe.execute()
-
+    def _write(self, write: Callable[[], Any]) -> None:
+        """Run the store's transition until it gets through Redis. Each one takes the job out
+        of the working list only if it is still there, so a second try after a reply lost to a
+        dropped connection does nothing twice."""
         keep_trying(write, "recording a failed job", self.stop)

@@ -22,7 +22,7 @@ from redis.retry import Retry
 
 from .. import __version__, connection, registry, signals
 from ..config import Settings, get_settings
-from ..keys import Keys
+from ..store import JobStore, Keys
 from .backoff import REDIS_ERRORS, GaveUp, keep_trying
 from .fetch import Fetcher
 from .heartbeat import Heartbeat, HeartbeatThread
@@ -63,12 +63,13 @@ class Launcher:
         s = self.settings
         self.redis = redis_client or runtime_redis(s)
         self.keys = Keys(s.namespace)
+        self.jobs = JobStore(self.redis, self.keys, s.dead_max_jobs, s.dead_timeout)
         self.hostname = hostname()
         self.identity = f"{self.hostname}:{os.getpid()}:{secrets.token_hex(6)}"
         self.started_at = time.time()
         self.stats = Stats()
         self.fetcher = Fetcher(self.redis, self.keys, self.identity, s.queues, block_timeout)
-        self.manager = Manager(s, self.redis, self.keys, self.fetcher, self.stats)
+        self.manager = Manager(s, self.jobs, self.fetcher, self.stats)
         self.heartbeat = Heartbeat(
             self.redis,
             self.keys,
@@ -84,9 +85,9 @@ class Launcher:
             self.identity,
             self.fetcher,
             self.manager.in_hand,
-            lock_seconds=int(s.heartbeat_interval),
+            lock_seconds=s.heartbeat_interval,
         )
-        self.poller = Poller(self.redis, self.keys, s.default_queue, s.poll_interval, self._slot)
+        self.poller = Poller(self.jobs, self.keys, s.default_queue, s.poll_interval, self._slot)
         self.beats = HeartbeatThread(
             self.heartbeat, s.heartbeat_interval, self.signal, self._after_beat
         )

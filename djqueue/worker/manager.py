@@ -13,10 +13,8 @@ import time
 from collections import Counter
 from typing import Any
 
-import redis
-
 from ..config import Settings
-from ..keys import Keys
+from ..store import JobStore
 from .backoff import REDIS_ERRORS
 from .buffer import JobBuffer
 from .fetch import Fetcher
@@ -31,14 +29,11 @@ class Manager:
     def __init__(
         self,
         settings: Settings,
-        redis_client: redis.Redis,
-        keys: Keys,
+        jobs: JobStore,
         fetcher: Fetcher,
         stats: Stats,
     ) -> None:
         self.settings = settings
-        self.redis = redis_client
-        self.keys = keys
         self.fetcher = fetcher
         self.buffer = JobBuffer(fetcher, settings.concurrency)
         self.stats = stats
@@ -46,7 +41,7 @@ class Manager:
         self.quieting = threading.Event()
         #: Set when shutdown has pushed unfinished jobs back: stop retrying Redis writes.
         self.hard_stop = threading.Event()
-        self.retry = JobRetry(redis_client, keys, settings, self.hard_stop)
+        self.retry = JobRetry(jobs, fetcher, settings, self.hard_stop)
         # Outermost first: the retry decision sees what the others already reported.
         self.handler = compose([self.retry, JobLogger(), JobSignals(), stats])
         self.processors: set[Processor] = set()
@@ -103,13 +98,12 @@ class Manager:
         return len(self.stats.work)
 
     def in_hand(self) -> Counter[tuple[str, bytes]]:
-        """Jobs this process holds (running, buffered, or waiting for their ack), by working
-        list."""
+        """Jobs this process holds (running, buffered, or waiting for their ack), by queue."""
         held = self.buffer.held()
         for processor in list(self.processors):
             unit = processor.unit
             if unit is not None and not unit.acked:
-                held[(unit.working, unit.raw)] += 1
+                held[(unit.queue, unit.raw)] += 1
         return held
 
     def stop(self, deadline: float) -> int | None:

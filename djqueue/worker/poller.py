@@ -1,8 +1,9 @@
 """The poller: moves due jobs from ``schedule`` and ``retry`` into their queues.
 
-Each job moves atomically (``poller.lua``: ZREM decides, then SADD + LPUSH), so two processes
-polling at once never push one job twice. ``enqueued_at`` is set as the job moves. Client
-middleware is not run again: it ran when the job was first pushed.
+Each job moves atomically (the store's move to queue: ZREM decides, then SADD + LPUSH), so two
+processes polling at once never push one job twice. ``enqueued_at`` is set as the job moves.
+Client middleware is not run again: it ran when the job was first pushed. An entry that is not
+a job is buried in ``dead`` (`djqueue.retry.malformed_entry`), so it cannot stall the poller.
 
 **When to poll.** Time is cut into slots of ``poll_interval`` seconds (1 s), and the djqueue
 processes (known from the heartbeat) take turns: process k of n polls at the start of every
@@ -14,21 +15,17 @@ short notice waits at most about one slot, and n idle processes cost Redis what 
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
 from collections.abc import Callable
 
-import redis
-
-from ..keys import Keys
-from ..payload import dumps
-from ..scripts import Script
+from ..errors import MalformedJob
+from ..payload import dumps, loads
+from ..retry import malformed_entry
+from ..store import JobStore, Keys
 from .backoff import REDIS_ERRORS, Backoff
 from .log import logger
-
-_move = Script("djqueue.worker", "poller")
 
 #: Jobs moved per script call; big enough to drain a backlog fast, small enough to keep
 #: Redis responsive for everyone else while it runs.
@@ -38,13 +35,13 @@ BATCH = 100
 class Poller:
     def __init__(
         self,
-        redis_client: redis.Redis,
+        store: JobStore,
         keys: Keys,
         default_queue: str,
         interval: float,
         slot: Callable[[], tuple[int, int]],
     ) -> None:
-        self.redis = redis_client
+        self.store = store
         self.keys = keys
         self.default_queue = default_queue
         self.interval = interval
@@ -94,48 +91,41 @@ class Poller:
         sets = (self.keys.retry, self.keys.schedule)
         while True:
             now = time.time()
-            pipe = self.redis.pipeline(transaction=False)
-            for key in sets:
-                pipe.zrange(key, 0, 0, withscores=True)
-            heads = pipe.execute()
-            firsts = [head[0][1] for head in heads if head]
-            due = [key for key, head in zip(sets, heads, strict=True) if head and head[0][1] <= now]
+            heads = self.store.earliest(sets)
+            due = [key for key, head in zip(sets, heads, strict=True) if head and head <= now]
             if not due:
-                return min(firsts) if firsts else None
+                waiting = [head for head in heads if head is not None]
+                return min(waiting) if waiting else None
             for key in due:
                 self._drain(key, now)
 
     def _drain(self, key: str, now: float) -> None:
         while not self.stop_event.is_set():
-            members = self.redis.zrangebyscore(key, "-inf", now, start=0, num=BATCH)
+            members = self.store.due(key, now, BATCH)
             if not members:
                 return
-            keys = [key, self.keys.queues, self.keys.dead]
-            args: list[object] = [now]
+            moves: list[tuple[bytes, str, str]] = []
+            malformed: list[tuple[bytes, bytes | str]] = []
             for member in members:
-                queue, moved = self._prepare(key, bytes(member), now)  # type: ignore[arg-type]
-                keys.append(self.keys.queue(queue) if queue else self.keys.dead)
-                args += (member, moved, queue)
-            _move(self.redis, keys, args)
+                try:
+                    payload = loads(member)
+                except MalformedJob as exc:
+                    logger.error(
+                        "malformed job in %s moved to the dead set (%s): %r",
+                        self.keys.strip(key),
+                        exc,
+                        member[:200],
+                    )
+                    malformed.append(
+                        (member, malformed_entry(member, self.default_queue, str(exc), now))
+                    )
+                    continue
+                payload["enqueued_at"] = now
+                queue = payload.get("queue")
+                if not isinstance(queue, str) or not queue:
+                    queue = payload["queue"] = self.default_queue
+                moves.append((member, queue, dumps(payload)))
+            self.store.move_to_queue(key, moves)
+            self.store.bury(malformed, now, source=key, kind="zset")
             if len(members) < BATCH:
                 return
-
-    def _prepare(self, key: str, member: bytes, now: float) -> tuple[str, str | bytes]:
-        """(queue, JSON to push) for one member; ("", member) when it is not a job object."""
-        try:
-            payload = json.loads(member)
-            if not isinstance(payload, dict):
-                raise ValueError("not a JSON object")
-            payload["enqueued_at"] = now
-            queue = payload.get("queue")
-            if not isinstance(queue, str) or not queue:
-                queue = payload["queue"] = self.default_queue
-            return queue, dumps(payload)
-        except ValueError as exc:
-            logger.error(
-                "malformed job in %s moved to the dead set (%s): %r",
-                self.keys.strip(key),
-                exc,
-                member[:200],
-            )
-            return "", member

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import executor
+from ..errors import MalformedJob
 from ..payload import loads
 from .backoff import REDIS_ERRORS, Backoff, GaveUp
 from .fetch import Unit
@@ -99,7 +100,7 @@ class Processor:
     def process(self, unit: Unit) -> None:
         try:
             payload = loads(unit.raw)
-        except ValueError as exc:
+        except MalformedJob as exc:
             self.manager.stats.count(failed=True)
             self.manager.retry.bury_malformed(unit, exc)
             return

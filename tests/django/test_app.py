@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from django.core import checks
 from django.core.management import call_command
@@ -21,6 +26,38 @@ def test_jobs_modules_are_discovered_and_registered():
     from djqueue.contrib.django.tasks import _tasks
 
     assert "tests.django.testapp.tasks.add_order" in _tasks
+
+
+def test_installed_apps_may_name_djqueue_itself(redis_url):
+    """``"djqueue"`` in INSTALLED_APPS (what a Django user types first) is the same app as
+    ``"djqueue.contrib.django"``: label, configuration, middleware, the ``runworker`` command."""
+    code = """
+import django
+from django.conf import settings
+settings.configure(
+    INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "djqueue"],
+    DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+    DJQUEUE={"NAMESPACE": "typed", "CONCURRENCY": 3},
+)
+django.setup()
+from django.apps import apps
+from django.core.management import get_commands
+import djqueue
+config = apps.get_app_config("djqueue")
+assert config.name == "djqueue.contrib.django", config.name
+assert djqueue.get_settings().namespace == "typed"
+assert djqueue.get_settings().concurrency == 3
+assert get_commands()["runworker"] == "djqueue.contrib.django", get_commands()["runworker"]
+names = [m.__name__ for m in djqueue.server_middleware]
+assert "DatabaseConnections" in names, names
+print("ok")
+"""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "DJQUEUE_REDIS_URL": redis_url}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
 
 
 def djqueue_errors():

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from djqueue import executor
+from djqueue.api import Queue
 from djqueue.contrib.django.tasks import JOB_NAME, DjQueueBackend
 from djqueue.errors import UnknownJob
 from tests.django.conftest import queued, seen
@@ -52,6 +53,9 @@ def test_enqueue_writes_a_sidekiq_job_and_the_worker_runs_the_task(r, task_signa
     assert payload["class"] == JOB_NAME
     assert payload["jid"] == result.id
     assert payload["wrapped"] == "tests.django.testapp.tasks.add_order"
+    # What Sidekiq's Web UI and djqueue's pages show instead of the wrapper job's name.
+    assert payload["display_class"] == "tests.django.testapp.tasks.add_order"
+    assert Queue("default").jobs()[0].display_name == payload["display_class"]
     assert payload["args"] == [
         {
             "task": "tests.django.testapp.tasks.add_order",

@@ -112,8 +112,10 @@ class DjQueueBackend(BaseTaskBackend):
             ],
             "queue": task.queue_name,
             "jid": result.id,
-            # Sidekiq's Web UI shows "wrapped" as the job's name, as for ActiveJob.
+            # "wrapped" names the task as ActiveJob's wrapper does; "display_class" is what
+            # Sidekiq's Web UI (and djqueue's pages) show as the job's name for any class.
             "wrapped": task.module_path,
+            "display_class": task.module_path,
             "retry": self.options.get("RETRY", True),
         }
         if task.run_after is not None:

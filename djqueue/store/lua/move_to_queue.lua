@@ -1,9 +1,14 @@
--- Move sorted-set entries to their queues, atomically per entry: an entry that is no longer in
--- the set (another admin clicked first, or the poller moved it) is not pushed, so two "retry
--- now" clicks never push a job twice, and a job is never removed without being pushed.
+-- Move entries of a sorted set (schedule, retry, dead) to their queues: the poller moving due
+-- jobs, and "retry now" / "add to queue" from the API and the admin pages.
+--
 -- KEYS[1] = the sorted set, KEYS[2] = the queues set, KEYS[2 + n] = the queue of entry n.
 -- ARGV = for each entry n: the member as stored, the queue's name, the job JSON to push.
 -- Returns how many entries were moved.
+--
+-- ZREM decides: an entry that is no longer in the set (another caller moved it first) is not
+-- pushed, so two pollers, two admins, or an admin and the poller never push one job twice,
+-- and no crash can lose a job between the removal and the push.
+
 local moved = 0
 for n = 1, #ARGV / 3 do
   local member, queue, job = ARGV[3 * n - 2], ARGV[3 * n - 1], ARGV[3 * n]

@@ -1,0 +1,196 @@
+"""Did a change cost anything? The client's push and the worker's no-op drain, measured on an
+older revision and on the working tree in turn, in one command.
+
+    python -m bench.compare_revisions c80087a              # 5 rounds
+    python -m bench.compare_revisions HEAD~3 --rounds 3 --jobs 10000
+
+The older revision is checked out into a temporary git worktree. Each round measures both
+trees, in alternating order, each in fresh processes that import djqueue from their own tree,
+against one private redis-server; so load from elsewhere on a busy machine hits both alike, and
+the ratios (working tree / older revision) are what to quote.
+
+- **push**: ``perform_later`` one job at a time, in slices of 1,000 taking turns with a bare
+  redis-py LPUSH loop of the same JSON; reported as the cost relative to the bare loop.
+- **no-op drain**: a pre-filled queue of no-op jobs drained by ``djqueue worker -c 10``, from
+  the first job's start until the queue and the working lists are empty.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+from bench.redis_server import BenchRedis
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Run in the tree under test (its djqueue first on sys.path): prints the push figures as JSON.
+PUSH = """
+import json, sys, time
+import redis
+import djqueue
+
+url, n = sys.argv[1], int(sys.argv[2])
+djqueue.configure(redis_url=url)
+
+@djqueue.job(name="bench.compare.noop")
+def noop(text, index, extra):
+    pass
+
+bare = redis.Redis.from_url(url)
+noop.perform_later("string", 0, {"mike": "bob"})
+blob = bare.lpop("queue:default").decode()
+later = plain = 0.0
+for _ in range(n // 1000):
+    started = time.perf_counter()
+    for _ in range(1000):
+        bare.lpush("queue:default", blob)
+    plain += time.perf_counter() - started
+    started = time.perf_counter()
+    for _ in range(1000):
+        noop.perform_later("string", 0, {"mike": "bob"})
+    later += time.perf_counter() - started
+bare.flushall()
+print(json.dumps({"ratio": later / plain, "per_s": n / later, "module": djqueue.__file__}))
+"""
+
+
+def push_figures(tree: Path, url: str, jobs: int) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, "-c", PUSH, url, str(jobs)],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    figures = json.loads(out)
+    if not str(figures.pop("module")).startswith(str(tree)):
+        raise SystemExit(f"the push run in {tree} imported djqueue from elsewhere")
+    return figures
+
+
+def drain_rate(tree: Path, url: str, jobs: int) -> float:
+    """No-op jobs per second, from the first job's start until nothing is left."""
+    r = redis.Redis.from_url(url)
+    r.flushall()
+    now = time.time()
+
+    def job(name: str, args: list[object], n: int) -> str:
+        return json.dumps(
+            {
+                "class": name,
+                "args": args,
+                "jid": f"{n:024x}",
+                "queue": "default",
+                "retry": False,
+                "created_at": now,
+                "enqueued_at": now,
+            },
+            separators=(",", ":"),
+        )
+
+    pipe = r.pipeline(transaction=False)
+    pipe.sadd("queues", "default")
+    pipe.lpush("queue:default", job("bench.mark", ["bench:start"], 0))
+    for start in range(0, jobs, 1000):
+        pipe.lpush(
+            "queue:default",
+            *[job("bench.noop", [i], i + 1) for i in range(start, min(jobs, start + 1000))],
+        )
+    pipe.execute()
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "djqueue.worker.cli",
+            "worker",
+            "-r",
+            "bench.jobs",
+            "-c",
+            "10",
+            "--redis-url",
+            url,
+        ],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if time.monotonic() > deadline or worker.poll() is not None:
+                raise SystemExit(f"the worker of {tree} did not drain the queue")
+            if r.llen("queue:default") == 0 and r.exists("bench:start"):
+                working = r.keys("working:*")
+                if not any(r.llen(key) for key in working):
+                    finished = time.time()
+                    break
+            time.sleep(0.002)
+        started = float(r.get("bench:start") or 0)
+    finally:
+        worker.terminate()
+        worker.wait(30)
+        r.close()
+    return jobs / (finished - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("revision", help="the older revision, e.g. a commit before the change")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=20_000, help="a multiple of 1,000")
+    options = parser.parse_args()
+    old = Path(tempfile.mkdtemp(prefix="djqueue-compare-")) / "tree"
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", "--quiet", str(old), options.revision],
+        cwd=ROOT,
+        check=True,
+    )
+    trees = {options.revision: old, "working tree": ROOT}
+    push: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    drain: dict[str, list[float]] = {name: [] for name in trees}
+    try:
+        with BenchRedis() as url:
+            for round_no in range(options.rounds):
+                order = list(trees) if round_no % 2 == 0 else list(reversed(trees))
+                for name in order:
+                    push[name].append(push_figures(trees[name], url, options.jobs))
+                    drain[name].append(drain_rate(trees[name], url, options.jobs))
+                    print(
+                        f"round {round_no + 1} {name:>14}: perform_later "
+                        f"{push[name][-1]['ratio']:.2f}x the bare loop, "
+                        f"{push[name][-1]['per_s']:,.0f}/s; no-op drain {drain[name][-1]:,.0f}/s",
+                        flush=True,
+                    )
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT, check=False)
+    before, after = options.revision, "working tree"
+    ratio = {n: statistics.median(p["ratio"] for p in push[n]) for n in trees}
+    rate = {n: statistics.median(drain[n]) for n in trees}
+    print()
+    print(f"{'':28}{before:>14}{after:>14}{'after/before':>14}")
+    print(
+        f"{'perform_later / bare LPUSH':28}{ratio[before]:>14.2f}{ratio[after]:>14.2f}"
+        f"{ratio[after] / ratio[before]:>14.2f}"
+    )
+    print(
+        f"{'no-op drain, jobs/s':28}{rate[before]:>14,.0f}{rate[after]:>14,.0f}"
+        f"{rate[after] / rate[before]:>14.2f}"
+    )
+    per_round = [a / b for a, b in zip(drain[after], drain[before], strict=True)]
+    print(f"no-op drain after/before per round: {', '.join(f'{x:.2f}' for x in per_round)}")
+
+
+if __name__ == "__main__":
+    main()

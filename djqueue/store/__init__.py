@@ -1,0 +1,29 @@
+"""The Redis layout: every key name, every Lua script, every atomic change of a job's state.
+
+Nothing outside this package spells a Redis key or holds a script. It has no threads, no
+policy and no framework: the client, the worker runtime and the inspection API decide *what*
+should happen to a job (retry it, bury it, push it back) and call one of the transitions here
+to make it happen, the way a Dramatiq broker is the only code that knows its store.
+
+- `keys`: key names and lifetimes (`Keys`).
+- `jobs`: push, move to queue, retry later, bury, delete, clear, find (`JobStore`).
+- `working`: take and acknowledge, requeue one job or a dead process's jobs (`WorkingLists`).
+- `processes`: beat, clear, prune, remote signals, counters (`ProcessStore`).
+"""
+
+from __future__ import annotations
+
+from .jobs import JobStore
+from .keys import Keys
+from .processes import SIGNALS, ProcessStore
+from .working import WorkingLists, requeue_process, working_index
+
+__all__ = [
+    "SIGNALS",
+    "JobStore",
+    "Keys",
+    "ProcessStore",
+    "WorkingLists",
+    "requeue_process",
+    "working_index",
+]

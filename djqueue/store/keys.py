@@ -1,0 +1,72 @@
+"""Every Redis key name djqueue uses, and every lifetime it gives one.
+
+Sidekiq's layout first (``queues``, ``queue:NAME``, ``schedule``, ``retry``, ``dead``,
+``processes``, the identity hashes, the counters), then djqueue's own additions (working lists,
+their index and the cluster-wide locks). Every name may carry the namespace prefix ``NS:``.
+Nothing outside `djqueue.store` spells a key: the client, the runtime, the inspection API and
+the web pages all ask a `Keys` object, so a layout change is made here once.
+"""
+
+from __future__ import annotations
+
+#: Seconds an identity hash and its busy-work hashes live without a beat (Sidekiq's value).
+PROCESS_TTL = 60
+#: Seconds a remote signal waits in ``IDENTITY-signals`` for the heartbeat to pop it.
+SIGNAL_TTL = 60
+#: Daily counters (``stat:processed:YYYY-MM-DD``) live five years, as in Sidekiq.
+DAILY_STATS_TTL = 5 * 365 * 24 * 3600
+#: Seconds between two prunes of dead ``processes`` members across all readers and workers.
+#: Sidekiq 7 uses 60 s; djqueue prunes on every beat's schedule, so a dead process leaves the
+#: UIs about a minute after its last beat (its hash expiring) rather than up to two.
+PROCESS_CLEANUP_TTL = 5
+
+
+class Keys:
+    """Key names for one namespace. ``Keys("app").queue("mail") == "app:queue:mail"``."""
+
+    def __init__(self, namespace: str = "") -> None:
+        self.namespace = namespace
+        self.prefix = f"{namespace}:" if namespace else ""
+        p = self.prefix
+        # Sidekiq's keys.
+        self.queues = p + "queues"
+        self.schedule = p + "schedule"
+        self.retry = p + "retry"
+        self.dead = p + "dead"
+        self.processes = p + "processes"
+        self.processed = p + "stat:processed"
+        self.failed = p + "stat:failed"
+        #: Sidekiq 7's lock: one prune of dead ``processes`` members at a time.
+        self.process_cleanup = p + "process_cleanup"
+        # djqueue's additions (keys Sidekiq ignores).
+        #: Hash: identity -> JSON list of the queue names it has working lists for.
+        self.working_lists = p + "working_lists"
+        #: Lock: one sweep for dead processes' working lists per beat across the cluster.
+        self.working_sweep = p + "working_sweep"
+
+    def queue(self, name: str) -> str:
+        return f"{self.prefix}queue:{name}"
+
+    def working(self, identity: str, queue: str) -> str:
+        """The list of jobs ``identity`` took from ``queue`` and has not acknowledged."""
+        return f"{self.prefix}working:{identity}:{queue}"
+
+    def process(self, identity: str) -> str:
+        return self.prefix + identity
+
+    def work(self, identity: str) -> str:
+        return f"{self.prefix}{identity}:work"
+
+    def workers(self, identity: str) -> str:
+        """The 6.4.1 name of the busy-work hash, written too so that its Web UI shows it."""
+        return f"{self.prefix}{identity}:workers"
+
+    def signals(self, identity: str) -> str:
+        return f"{self.prefix}{identity}-signals"
+
+    def daily(self, stat: str, day: str) -> str:
+        """``stat:processed:YYYY-MM-DD`` for ``stat`` in ("processed", "failed")."""
+        return f"{self.prefix}stat:{stat}:{day}"
+
+    def strip(self, key: str) -> str:
+        return key[len(self.prefix) :] if self.prefix and key.startswith(self.prefix) else key

@@ -1,0 +1,33 @@
+-- Bury jobs in the dead set, then trim it: the one way anything reaches `dead`.
+--
+-- KEYS[1] = the dead set, KEYS[2] = where the jobs are now (unused when ARGV[1] is 'none').
+-- ARGV[1] = the kind of KEYS[2]: 'list' (a working list or a queue: LREM), 'zset' (schedule
+-- or retry: ZREM), 'none' (the jobs are in no key yet).
+-- ARGV[2] = now, the score of death; ARGV[3] = the newest score the trim drops
+-- (now - dead_timeout); ARGV[4] = the most jobs the set keeps.
+-- Then pairs (the member as stored in KEYS[2], the JSON to bury).
+-- Returns how many were buried. With no pairs, the call only trims the set.
+--
+-- A job is buried only if this call removed it from its source, so two callers racing (two
+-- admins, an admin and the poller, a retried call whose first reply was lost) bury it once.
+-- The trim drops what is older than the dead timeout, then all but the newest jobs.
+
+local kind, now = ARGV[1], ARGV[2]
+local buried = 0
+for i = 5, #ARGV, 2 do
+  local removed = 1
+  if kind == 'list' then
+    removed = redis.call('LREM', KEYS[2], 1, ARGV[i])
+  elseif kind == 'zset' then
+    removed = redis.call('ZREM', KEYS[2], ARGV[i])
+  end
+  if removed == 1 then
+    redis.call('ZADD', KEYS[1], now, ARGV[i + 1])
+    buried = buried + 1
+  end
+end
+if buried > 0 or #ARGV == 4 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[4]) + 1))
+end
+return buried

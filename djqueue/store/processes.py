@@ -1,0 +1,145 @@
+"""Worker processes in Redis: the heartbeat, leaving, pruning the dead, remote signals, counters.
+
+A process announces itself in ``processes`` and in a hash under its identity that expires
+`PROCESS_TTL` seconds after its last beat, in Sidekiq's layout, so Sidekiq's Web UI and API
+see djqueue's processes and djqueue sees Sidekiq's. Signals are never sent to a process
+directly: they wait in ``IDENTITY-signals`` until its heartbeat pops them, which works across
+hosts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import redis
+
+from .keys import DAILY_STATS_TTL, PROCESS_CLEANUP_TTL, PROCESS_TTL, SIGNAL_TTL, Keys
+
+#: The signals a process obeys: quiet, stop, dump its threads' stacks.
+SIGNALS = ("TSTP", "TERM", "TTIN")
+
+
+class ProcessStore:
+    """The process transitions for one Redis and namespace."""
+
+    def __init__(self, redis_client: redis.Redis, keys: Keys) -> None:
+        self.redis = redis_client
+        self.keys = keys
+
+    def beat(
+        self,
+        identity: str,
+        fields: Mapping[str, Any],
+        work: Mapping[str, str],
+        queue_names: str,
+        processed: int = 0,
+        failed: int = 0,
+    ) -> tuple[str | None, list[str]]:
+        """One heartbeat, in one MULTI: flush the counts, rewrite the busy work (thread id ->
+        JSON), refresh the identity hash with ``fields`` and its expiry, record the working
+        lists' queue names (JSON), and pop one remote signal.
+
+        Returns (the signal popped or None, the identities in ``working_lists``: the djqueue
+        processes of the cluster, which the poller takes turns with)."""
+        k = self.keys
+        busy: Any = dict(work)
+        hash_fields: Any = dict(fields)
+        pipe = self.redis.pipeline(transaction=True)
+        self._add_counts(pipe, processed, failed)
+        for key in (k.work(identity), k.workers(identity)):
+            pipe.unlink(key)
+            if work:
+                pipe.hset(key, mapping=busy)
+                pipe.expire(key, PROCESS_TTL)
+        pipe.sadd(k.processes, identity)
+        pipe.hset(k.process(identity), mapping=hash_fields)
+        pipe.expire(k.process(identity), PROCESS_TTL)
+        pipe.hset(k.working_lists, identity, queue_names)
+        pipe.rpop(k.signals(identity))
+        pipe.hkeys(k.working_lists)
+        replies = pipe.execute()
+        signal, peers = replies[-2], replies[-1]
+        return _text(signal) if signal else None, [_text(p) for p in peers]
+
+    def clear(
+        self, identity: str, processed: int = 0, failed: int = 0, drop_index: bool = True
+    ) -> None:
+        """Leave cleanly: flush the last counts and remove every trace of ``identity`` (but
+        its ``working_lists`` entry when ``drop_index`` is false, so a live process still finds
+        jobs that could not be pushed back)."""
+        k = self.keys
+        pipe = self.redis.pipeline(transaction=True)
+        self._add_counts(pipe, processed, failed)
+        pipe.srem(k.processes, identity)
+        pipe.unlink(k.process(identity), k.work(identity), k.workers(identity), k.signals(identity))
+        if drop_index:
+            pipe.hdel(k.working_lists, identity)
+        pipe.execute()
+
+    def _add_counts(self, pipe: Any, processed: int, failed: int) -> None:
+        """Queue the INCRBYs of the lifetime totals and today's (UTC) counters."""
+        day = time.strftime("%Y-%m-%d", time.gmtime())
+        for stat, total, count in (
+            ("processed", self.keys.processed, processed),
+            ("failed", self.keys.failed, failed),
+        ):
+            if count:
+                pipe.incrby(total, count)
+                pipe.incrby(self.keys.daily(stat, day), count)
+                pipe.expire(self.keys.daily(stat, day), DAILY_STATS_TTL)
+
+    def reset_counters(self, stats: Sequence[str]) -> None:
+        """Set lifetime counters (``"processed"``, ``"failed"``) to 0."""
+        self.redis.mset({getattr(self.keys, stat): 0 for stat in stats})
+
+    def alive(self, identities: Sequence[str]) -> list[bool]:
+        """Whether each identity's hash still holds ``info`` (it beat within the TTL)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for identity in identities:
+            pipe.hexists(self.keys.process(identity), "info")
+        return [bool(found) for found in pipe.execute()]
+
+    def lock(self, key: str, owner: str, seconds: float) -> bool:
+        """``SET key owner NX EX seconds``: True for the one caller that got it."""
+        return bool(self.redis.set(key, owner, nx=True, ex=max(1, int(seconds))))
+
+    def prune(
+        self,
+        also_dead: Callable[[str], bool] | None = None,
+        keep: str = "",
+        force: bool = False,
+    ) -> int:
+        """Remove from ``processes`` the members whose hash has expired (or that
+        ``also_dead`` says are dead), never ``keep``. Unless ``force``, at most once per
+        `PROCESS_CLEANUP_TTL` across every worker and reader (Sidekiq 7's ``process_cleanup``
+        key). Returns how many were removed."""
+        if not force and not self.lock(self.keys.process_cleanup, "1", PROCESS_CLEANUP_TTL):
+            return 0
+        members = [_text(m) for m in self.redis.smembers(self.keys.processes)]
+        members = [m for m in members if m != keep]
+        if not members:
+            return 0
+        dead = [
+            member
+            for member, alive in zip(members, self.alive(members), strict=True)
+            if not alive or (also_dead is not None and also_dead(member))
+        ]
+        if not dead:
+            return 0
+        return int(self.redis.srem(self.keys.processes, *dead))
+
+    def signal(self, identity: str, name: str) -> None:
+        """Leave ``name`` (``TSTP``, ``TERM``, ``TTIN``) for ``identity``'s heartbeat to pop."""
+        if name not in SIGNALS:
+            raise ValueError(f"unknown signal {name!r}; expected one of {', '.join(SIGNALS)}")
+        key = self.keys.signals(identity)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.lpush(key, name)
+        pipe.expire(key, SIGNAL_TTL)
+        pipe.execute()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

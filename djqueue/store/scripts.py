@@ -1,0 +1,49 @@
+"""The Lua scripts of `djqueue.store`, each kept in ``lua/NAME.lua`` and run by SHA.
+
+A script is how a state change that touches several keys happens atomically: Redis runs it
+whole, and no other client sees a state in between. EVALSHA costs one round trip like any
+command; the script is loaded again when Redis has forgotten it (after a restart or SCRIPT
+FLUSH). Each file opens with the KEYS and ARGV it takes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from typing import Any
+
+import redis
+import redis.exceptions
+
+
+class Script:
+    """``lua/<name>.lua``, callable on a `redis.Redis` (or a pipeline that loaded it)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.source = resources.files(__package__).joinpath(f"lua/{name}.lua").read_text("utf-8")
+        self.sha = hashlib.sha1(self.source.encode()).hexdigest()
+
+    def __repr__(self) -> str:
+        return f"<Script {self.name}>"
+
+    def __call__(self, client: Any, keys: list[Any], args: list[Any]) -> Any:
+        try:
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            client.script_load(self.source)
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+
+    def ensure_loaded(self, client: redis.Redis) -> None:
+        if not client.script_exists(self.sha)[0]:
+            client.script_load(self.source)
+
+
+PUSH = Script("push")
+PUSH_ONE = Script("push_one")
+TAKE = Script("take")
+REQUEUE_PROCESS = Script("requeue_process")
+MOVE_TO_QUEUE = Script("move_to_queue")
+RETRY_LATER = Script("retry_later")
+BURY = Script("bury")
+FIND_JID = Script("find_jid")
