@@ -1,10 +1,11 @@
 """Did a change cost anything? The client's push and the worker's no-op drain, measured on an
 older revision and on the working tree in turn, in one command.
 
-    python -m bench.compare_revisions c80087a              # 5 rounds
+    python -m bench.compare_revisions c80087a              # against the working tree, 5 rounds
+    python -m bench.compare_revisions c80087a HEAD         # two commits
     python -m bench.compare_revisions HEAD~3 --rounds 3 --jobs 10000
 
-The older revision is checked out into a temporary git worktree. Each round measures both
+Revisions are checked out into temporary git worktrees. Each round measures both
 trees, in alternating order, each in fresh processes that import djqueue from their own tree,
 against one private redis-server; so load from elsewhere on a busy machine hits both alike, and
 the ratios (working tree / older revision) are what to quote.
@@ -148,16 +149,22 @@ def drain_rate(tree: Path, url: str, jobs: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("revision", help="the older revision, e.g. a commit before the change")
+    parser.add_argument("newer", nargs="?", help="the newer revision (default: the working tree)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=20_000, help="a multiple of 1,000")
     options = parser.parse_args()
-    old = Path(tempfile.mkdtemp(prefix="djqueue-compare-")) / "tree"
-    subprocess.run(
-        ["git", "worktree", "add", "--detach", "--quiet", str(old), options.revision],
-        cwd=ROOT,
-        check=True,
-    )
-    trees = {options.revision: old, "working tree": ROOT}
+    scratch = Path(tempfile.mkdtemp(prefix="djqueue-compare-"))
+    trees: dict[str, Path] = {}
+    for name in (options.revision, options.newer):
+        if name is None:
+            trees["working tree"] = ROOT
+            continue
+        trees[name] = scratch / f"tree{len(trees)}"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", "--quiet", str(trees[name]), name],
+            cwd=ROOT,
+            check=True,
+        )
     push: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     drain: dict[str, list[float]] = {name: [] for name in trees}
     try:
@@ -174,8 +181,10 @@ def main() -> None:
                         flush=True,
                     )
     finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT, check=False)
-    before, after = options.revision, "working tree"
+        for tree in trees.values():
+            if tree != ROOT:
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+    before, after = list(trees)
     ratio = {n: statistics.median(p["ratio"] for p in push[n]) for n in trees}
     rate = {n: statistics.median(drain[n]) for n in trees}
     print()
