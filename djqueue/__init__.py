@@ -11,6 +11,8 @@ from .errors import (
     ConfigurationError,
     DjQueueError,
     DuplicateJobName,
+    MalformedJob,
+    PayloadTooLarge,
     RedisUnavailable,
     UnknownJob,
 )
@@ -29,6 +31,8 @@ __all__ = [
     "FunctionJob",
     "Job",
     "JobHandle",
+    "MalformedJob",
+    "PayloadTooLarge",
     "RedisUnavailable",
     "Settings",
     "UnknownJob",

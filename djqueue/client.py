@@ -17,9 +17,17 @@ import redis
 
 from . import config, connection
 from .config import Settings
-from .errors import RedisUnavailable
+from .errors import PayloadTooLarge, RedisUnavailable
 from .middleware import Chain, client_middleware
-from .payload import Payload, check_json_args, check_json_options, dumps, new_jid, now
+from .payload import (
+    Payload,
+    check_json_args,
+    check_json_options,
+    check_queue_name,
+    dumps,
+    new_jid,
+    now,
+)
 from .signals import job_enqueued
 from .store import JobStore, Keys
 
@@ -151,8 +159,7 @@ class Client:
         check_json_args(args)
         payload: Payload = {"retry": True, "queue": self.settings.default_queue}
         payload.update(item)
-        if not isinstance(payload["queue"], str) or not payload["queue"]:
-            raise ValueError(f"queue must be a non-empty string, got {payload['queue']!r}")
+        check_queue_name(payload["queue"])
         at = payload.get("at")
         if at is not None and (not isinstance(at, (int, float)) or isinstance(at, bool)):
             raise TypeError(f"'at' must be epoch seconds, got {type(at).__name__}")
@@ -178,18 +185,22 @@ class Client:
         t = now()
         scheduled: list[tuple[float, str]] = []
         queued: dict[str, list[str]] = {}
+        limit = self.settings.max_payload_bytes
         for payload in payloads:
             at = payload.pop("at", None)
             if at is not None and at > t:
                 payload.pop("enqueued_at", None)
-                scheduled.append((float(at), dumps(payload)))
             else:
                 payload["enqueued_at"] = t
-                queue = payload["queue"]
-                if queue in queued:
-                    queued[queue].append(dumps(payload))
-                else:
-                    queued[queue] = [dumps(payload)]
+            text = dumps(payload)
+            if len(text) * 4 > limit and len(text.encode()) > limit:
+                raise PayloadTooLarge(payload["class"], len(text.encode()), limit)
+            if at is not None and at > t:
+                scheduled.append((float(at), text))
+            elif payload["queue"] in queued:
+                queued[payload["queue"]].append(text)
+            else:
+                queued[payload["queue"]] = [text]
         try:
             self.store.push(queued, scheduled)
         except connection.CONNECTION_ERRORS as exc:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from .errors import ConfigurationError
 
@@ -44,6 +45,7 @@ class Settings:
     max_connections: int | None = None
     tag: str = ""
     labels: tuple[str, ...] = ()
+    max_payload_bytes: int = 16 * 1024 * 1024
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -110,8 +112,11 @@ def parse_queues(value: Any) -> tuple[tuple[str, int], ...]:
             name, weight = item[0], item[1]
         else:
             raise ConfigurationError("queues", f"expected 'name' or ('name', weight), got {item!r}")
-        if not isinstance(name, str) or not name:
-            raise ConfigurationError("queues", f"queue name must be a non-empty string: {item!r}")
+        if not isinstance(name, str) or not name or "," in name or any(map(str.isspace, name)):
+            raise ConfigurationError(
+                "queues",
+                f"queue name must be a non-empty string without commas or spaces: {item!r}",
+            )
         if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
             raise ConfigurationError("queues", f"weight must be an integer >= 0: {item!r}")
         result.append((name, weight))
@@ -132,27 +137,70 @@ def _sentinel_address(value: Any) -> Any:
     return value
 
 
+#: Query parameters redis-py reads a password from.
+_SECRET_PARAMETERS = ("password", "sentinel_password")
+
+
 def redact_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    userinfo = f"{parts.username}:***" if parts.username else ":***"
-    host = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=f"{userinfo}@{host}").geturl()
+    """``url`` with every password replaced by ``***`` (in the user info and in a
+    ``?password=`` parameter), for messages and logs."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "(a URL that cannot be read; not shown, as it may hold a password)"
+    netloc = parts.netloc
+    if password is not None:
+        userinfo = f"{parts.username}:***" if parts.username else ":***"
+        netloc = f"{userinfo}@{netloc.rpartition('@')[2]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(key.lower() in _SECRET_PARAMETERS for key, _ in pairs):
+            query = urlencode(
+                [(k, "***" if k.lower() in _SECRET_PARAMETERS else v) for k, v in pairs],
+                safe="*",
+            )
+    return parts._replace(netloc=netloc, query=query).geturl()
+
+
+def _check_url(url: Any) -> None:
+    """A Redis URL djqueue and redis-py can read. Errors never quote the URL: a malformed one
+    may show its password where a parser would not find it (an unescaped ``/`` in it)."""
+    schemes = ", ".join(s + "://" for s in URL_SCHEMES)
+    if not isinstance(url, str):
+        raise ConfigurationError("redis_url", f"must be a string, got {type(url).__name__}")
+    encode = (
+        "is the port a number, and are '/', '@', ':', '#' and '?' in the password "
+        "percent-encoded (%2F, %40, %3A, %23, %3F)? The URL is not shown, as it may hold a "
+        "password"
+    )
+    try:
+        parts = urlsplit(url)
+        if "sentinel" not in parts.scheme:  # a sentinel URL lists several host:port pairs
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        raise ConfigurationError("redis_url", f"cannot be read: {encode}") from None
+    if parts.scheme not in URL_SCHEMES:
+        shown = f"{parts.scheme}://" if parts.scheme.isalpha() and len(parts.scheme) < 20 else ""
+        raise ConfigurationError(
+            "redis_url",
+            f"is not a Redis URL{f' ({shown}...)' if shown else ''}: it must start with one "
+            f"of {schemes}",
+        )
+    if "@" in parts.path or (
+        parts.scheme in ("redis", "rediss") and not re.fullmatch(r"(/\d*)?", parts.path)
+    ):
+        raise ConfigurationError("redis_url", f"cannot be read: {encode}")
 
 
 def _validate(s: Settings) -> None:
-    if not isinstance(s.redis_url, str) or urlsplit(s.redis_url).scheme not in URL_SCHEMES:
-        raise ConfigurationError(
-            "redis_url",
-            f"{redact_url(str(s.redis_url))!r} is not a Redis URL "
-            f"(expected one of {', '.join(s + '://' for s in URL_SCHEMES)})",
-        )
+    _check_url(s.redis_url)
     if not isinstance(s.namespace, str) or s.namespace.endswith(":"):
         raise ConfigurationError("namespace", "must be a string without the trailing ':'")
     if not isinstance(s.default_queue, str) or not s.default_queue:
         raise ConfigurationError("default_queue", "must be a non-empty string")
-    for name in ("concurrency", "max_retries", "dead_max_jobs"):
+    for name in ("concurrency", "max_retries", "dead_max_jobs", "max_payload_bytes"):
         value = getattr(s, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < (name == "concurrency"):
             raise ConfigurationError(name, f"must be a positive integer, got {value!r}")

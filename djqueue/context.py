@@ -25,6 +25,30 @@ from typing import Any
 #: The payload field that carries the context.
 FIELD = "request_context"
 
+#: The keys that travel with a job by default. Anything else bound (an email, a session key)
+#: stays in the web process: a payload is stored in Redis and shown in UIs.
+STANDARD_KEYS = ("request_id", "user_id", "language")
+
+_travelling: tuple[str, ...] = STANDARD_KEYS
+
+
+def allow(*keys: str) -> None:
+    """Let ``keys`` travel with jobs too, besides `STANDARD_KEYS` (the Django setting
+    ``DJQUEUE["CONTEXT_KEYS"]`` calls this); replaces what an earlier call allowed."""
+    global _travelling
+    if not all(isinstance(key, str) and key for key in keys):
+        raise ValueError("context keys must be non-empty strings")
+    _travelling = tuple(dict.fromkeys((*STANDARD_KEYS, *keys)))
+
+
+def travelling(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of ``values`` that may travel with a job (or be bound from one): the allowed
+    keys, with JSON scalar values only, since a payload from Redis may be hostile."""
+    return {
+        key: values[key] for key in _travelling if type(values.get(key)) in (str, int, float, bool)
+    }
+
+
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _context: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
     "djqueue_request_context", default=_EMPTY

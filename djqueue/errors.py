@@ -44,3 +44,19 @@ class UnknownJob(DjQueueError, LookupError):
 class MalformedJob(DjQueueError, ValueError):
     """An entry found in a queue or a set is not a job: not JSON, or not an object with a string
     ``class`` and a list ``args``. The worker buries such entries in ``dead`` and goes on."""
+
+
+class PayloadTooLarge(DjQueueError, ValueError):
+    """A job's JSON is larger than the ``max_payload_bytes`` setting (16 MiB by default).
+
+    Redis refuses a value over 512 MB by dropping the connection, which would read as Redis
+    being down; and a job that large is better passed by reference (a row id, a file name).
+    """
+
+    def __init__(self, job: str, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"{job}: the job's JSON is {size:,} bytes, over the max_payload_bytes setting "
+            f"({limit:,}); pass a reference (a row id, a file path) instead of the data"
+        )

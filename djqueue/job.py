@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import inspect
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, TypeVar, overload
 
 from . import registry
+from .payload import check_queue_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -25,8 +27,8 @@ PAYLOAD_OPTIONS = ("queue", "retry", "retry_queue", "backtrace", "dead", "tags")
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
     """Validate the options that have a defined meaning; others go into the payload as is."""
-    if "queue" in options and (not isinstance(options["queue"], str) or not options["queue"]):
-        raise ValueError(f"queue must be a non-empty string, got {options['queue']!r}")
+    if "queue" in options:
+        check_queue_name(options["queue"])
     if "retry" in options:
         retry = options["retry"]
         if not isinstance(retry, (bool, int)) or (not isinstance(retry, bool) and retry < 0):
@@ -54,10 +56,14 @@ def _refuse_kwargs(name: str, method: str, kwargs: dict[str, Any]) -> None:
 
 
 def _epoch(when: dt.datetime | float | int) -> float:
+    """Epoch seconds. A number of 10^11 or more is taken as milliseconds (10^11 s is the year
+    5138), the form Sidekiq 8 writes, as `djqueue.payload.to_seconds` reads it."""
     if isinstance(when, dt.datetime):
         return when.timestamp()
     if isinstance(when, (int, float)) and not isinstance(when, bool):
-        return float(when)
+        if not math.isfinite(when):
+            raise ValueError(f"perform_at needs a finite time, got {when!r}")
+        return when / 1000.0 if when >= 100_000_000_000 else float(when)
     raise TypeError(f"expected a datetime or epoch seconds, got {type(when).__name__}")
 
 
@@ -65,6 +71,8 @@ def _seconds(interval: dt.timedelta | float | int) -> float:
     if isinstance(interval, dt.timedelta):
         return interval.total_seconds()
     if isinstance(interval, (int, float)) and not isinstance(interval, bool):
+        if not math.isfinite(interval):
+            raise ValueError(f"perform_in needs a finite number of seconds, got {interval!r}")
         return float(interval)
     raise TypeError(f"expected seconds or a timedelta, got {type(interval).__name__}")
 

@@ -47,14 +47,34 @@ def to_seconds(value: Any) -> float | None:
     return None
 
 
+def check_queue_name(name: Any) -> str:
+    """A queue name: a non-empty string without commas or white space, since ``-q NAME,WEIGHT``
+    and ``QUEUES = "a b"`` could never name it to a worker."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"queue must be a non-empty string, got {name!r}")
+    if "," in name or any(c.isspace() for c in name):
+        raise ValueError(
+            f"queue name {name!r} has a comma or white space; a worker could not be told to "
+            f"work on it (-q NAME,WEIGHT)"
+        )
+    return name
+
+
 def check_json_args(args: Any, root: str = "args") -> None:
     """Raise `TypeError` naming the first value that is not JSON-native, with its path.
 
     Checked before anything is written, so a bad argument never reaches Redis. Tuples are
     refused too: they would come back from JSON as lists, so the job would not see what the
-    caller passed.
+    caller passed. So is data nested deeper than the check can walk (Ruby's JSON reads 100
+    levels at most by default).
     """
-    problem = _find_problem(args)
+    try:
+        problem = _find_problem(args)
+    except RecursionError:
+        raise TypeError(
+            f"job argument {root} is nested {_depth(args)} levels deep, too deep to check or "
+            f"to read back (Ruby's JSON stops at 100); pass flatter data"
+        ) from None
     if problem:
         steps, value = problem
         path = root + "".join(reversed(steps))
@@ -81,6 +101,19 @@ def check_json_options(item: dict[str, Any]) -> None:
         if key == "args" or key == "class":
             continue
         check_json_args({key: value}, root="option")
+
+
+def _depth(value: Any) -> int:
+    """How deep lists and dicts nest in ``value``, measured without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _find_problem(value: Any) -> tuple[list[str], Any] | None:

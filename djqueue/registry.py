@@ -20,14 +20,17 @@ def register(name: str, definition: Any) -> None:
     """Record ``definition`` under ``name``; a second, different job with that name is refused.
 
     Registering the same object again (a module imported twice under one name) is allowed, and
-    so is a redefinition from the same module and qualified name (a reloaded module).
+    so is a redefinition from the same module and qualified name (a reloaded module). Two
+    functions made by one factory share a qualified name (``make.<locals>.run``) but are two
+    jobs, so that case is refused like any other collision.
     """
     with _lock:
         existing = _jobs.get(name)
+        origin = _origin(definition)
         if (
             existing is not None
             and existing is not definition
-            and _origin(existing) != _origin(definition)
+            and (_origin(existing) != origin or "<locals>" in origin)
         ):
             raise DuplicateJobName(
                 f"job name {name!r} is already registered by {_origin(existing)}; "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from djqueue import config, connection
 from djqueue.worker.launcher import Launcher
 
 from .redis_server import MISSING, REDIS_SERVER, RedisServer
-from .worker_support import Running, wait_for
+from .worker_support import Running, WorkerProcess, wait_for
 
 
 @pytest.fixture(scope="session")
@@ -70,3 +71,19 @@ def worker(redis_url: str) -> Iterator[Callable[..., Running]]:
     for running in started:
         if running.thread.is_alive():
             running.stop()
+
+
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+    """``spawn(url, *flags)`` starts a ``djqueue worker`` subprocess (``url`` None: no
+    ``--redis-url``); every one started is killed after the test."""
+    started: list[WorkerProcess] = []
+
+    def start(url: str | None, *args: str, record: Path | None = None) -> WorkerProcess:
+        worker = WorkerProcess(url, tmp_path / f"worker{len(started)}.log", record, *args)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.kill()

@@ -7,6 +7,7 @@ restarts), so the tests assert on what a user would see.
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import redis
@@ -40,6 +41,23 @@ def order(key: str, label: str) -> None:
 @djqueue.job(name="t.when")
 def when(key: str) -> None:
     r().rpush(key, repr(time.time()))
+
+
+@djqueue.job(name="t.hold")
+def hold(key: str, n: int) -> None:
+    """Records its start, then runs until the test sets ``release`` (30 s at most)."""
+    r().rpush(key, n)
+    for _ in range(600):
+        if r().exists("release"):
+            return
+        time.sleep(0.05)
+
+
+@djqueue.job(name="t.linger")
+def linger(key: str) -> None:
+    """Leaves a thread behind that is not a daemon, as careless job code does."""
+    threading.Thread(target=time.sleep, args=(120,), name="left-behind", daemon=False).start()
+    r().rpush(key, "started")
 
 
 @djqueue.job(name="t.slow")

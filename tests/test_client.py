@@ -316,3 +316,41 @@ def test_job_enqueued_is_not_sent_for_a_stopped_push(r):
         signals.job_enqueued.disconnect(receiver)
     assert seen == []
     assert r.dbsize() == 0
+
+
+# -- errors that say what happened --------------------------------------------------------------
+
+
+def test_a_payload_over_the_size_setting_is_refused_with_its_size(r):
+    """Redis drops the connection on a value over 512 MB, which read as "Redis unavailable"."""
+    djqueue.configure(redis_url=djqueue.get_settings().redis_url, max_payload_bytes=1000)
+    with pytest.raises(
+        djqueue.PayloadTooLarge,
+        match=r"JSON is 1,\d\d\d bytes, over the max_payload_bytes setting \(1,000\)",
+    ):
+        djqueue.Client().push({"class": "Big", "args": ["x" * 990]})
+    with pytest.raises(djqueue.PayloadTooLarge):  # counted in bytes, not characters
+        djqueue.Client().push({"class": "Big", "args": ["é" * 480]})
+    with pytest.raises(djqueue.PayloadTooLarge):  # nothing of a bulk is written
+        djqueue.Client().push_bulk({"class": "Big", "args": [["small"], ["x" * 990]]})
+    assert r.keys("*") == []
+    djqueue.Client().push({"class": "Big", "args": ["x" * 700]})
+    assert r.llen("queue:default") == 1
+
+
+def test_an_argument_nested_too_deep_is_a_type_error_naming_the_depth(r):
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(TypeError, match="nested 100002 levels deep"):
+        djqueue.Client().push({"class": "Deep", "args": [deep]})
+    assert r.keys("*") == []
+
+
+@pytest.mark.parametrize("name", ["a,b", "two words", "tab\there", "trailing "])
+def test_queue_names_a_worker_could_not_be_told_about_are_refused(r, name):
+    with pytest.raises(ValueError, match="comma or white space"):
+        djqueue.Client().push({"class": "X", "args": [], "queue": name})
+    with pytest.raises(ValueError, match="comma or white space"):
+        djqueue.job(queue=name)(lambda: None)
+    assert r.keys("*") == []

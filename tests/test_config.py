@@ -131,11 +131,30 @@ def test_sentinels_need_a_master_name():
         Settings.build(environ={}, sentinels=[("127.0.0.1", 26379)])
 
 
-def test_a_bad_url_message_hides_the_password():
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://user:hunter2@host:6379",  # another scheme
+        "redis//:hunter2@host:6379",  # a malformed scheme, echoed verbatim before
+        "redis://:hun/ter2@host:6379/0",  # an unescaped "/" in the password
+        "redis://:hunter2@host:port/0",
+        "redis://:hunter2@[::1/0",
+    ],
+)
+def test_a_bad_url_message_never_shows_the_url(url):
     with pytest.raises(djqueue.ConfigurationError) as info:
-        Settings.build(environ={}, redis_url="http://user:hunter2@host:6379")
-    assert "hunter2" not in str(info.value)
-    assert "***" in str(info.value)
+        Settings.build(environ={}, redis_url=url)
+    message = str(info.value)
+    assert message.startswith("redis_url: ")
+    assert "hunter2" not in message and "ter2" not in message
+
+
+def test_passwords_are_redacted_wherever_they_are_given():
+    assert redact_url("redis://u:pw@h:6379/0") == "redis://u:***@h:6379/0"
+    assert redact_url("redis://h:6379/0?password=hunter2&db=1") == (
+        "redis://h:6379/0?password=***&db=1"
+    )
+    assert "hunter2" not in Settings(redis_url="redis://h/0?password=hunter2").safe_redis_url
 
 
 def test_accepted_url_forms():

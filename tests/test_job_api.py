@@ -109,6 +109,23 @@ def test_two_jobs_with_one_name_are_refused():
     assert registry.lookup("core.jobapi.taken") is first
 
 
+def test_two_jobs_made_by_one_factory_are_refused_one_name():
+    """They share a qualified name (``factory.<locals>.run``), but run different code."""
+
+    def factory(word: str):
+        @djqueue.job(name="core.jobapi.made")
+        def run():
+            return word
+
+        return run
+
+    first = factory("first")
+    with pytest.raises(djqueue.DuplicateJobName, match="core.jobapi.made"):
+        factory("second")
+    assert registry.lookup("core.jobapi.made") is first
+    assert first.perform_now() == "first"
+
+
 def test_registering_the_same_job_again_is_allowed():
     registry.register(add.job_name, add)
     assert registry.lookup(add.job_name) is add
@@ -225,6 +242,23 @@ def test_perform_at_takes_a_datetime_or_epoch(r):
     c = add.perform_at(epoch, 3, 3)
     scores = {json.loads(raw)["jid"]: s for raw, s in r.zrange("schedule", 0, -1, withscores=True)}
     assert scores == {a: aware.timestamp(), b: naive_local.timestamp(), c: epoch}
+
+
+def test_perform_at_reads_epoch_milliseconds_as_sidekiq_8_does(r):
+    at_ms = int((time.time() + 3600) * 1000)
+    add.perform_at(at_ms, 1, 1)
+    ((_raw, score),) = r.zrange("schedule", 0, -1, withscores=True)
+    assert score == pytest.approx(at_ms / 1000)  # not 56,000 years ahead
+
+
+@pytest.mark.parametrize(
+    ("method", "value"),
+    [("perform_in", float("nan")), ("perform_in", float("inf")), ("perform_at", float("nan"))],
+)
+def test_a_time_that_is_not_finite_is_named_as_such(r, method, value):
+    with pytest.raises(ValueError, match=f"{method} needs a finite"):
+        getattr(add, method)(value, 1, 2)
+    assert r.keys("*") == []
 
 
 @pytest.mark.parametrize("method", ["perform_in", "perform_at"])

@@ -4,16 +4,13 @@ kill tests, where workers die by SIGKILL and Redis restarts under them, and no j
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 import djqueue
 
@@ -24,83 +21,6 @@ from .worker_support import wait_for
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
-
-
-class WorkerProcess:
-    """One ``djqueue worker`` subprocess; its log goes to a file the test can read."""
-
-    def __init__(self, url: str, log: Path, record: Path | None, *args: str) -> None:
-        self.url = url
-        self.log = log
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        if record is not None:
-            env["DJQ_TEST_RECORD"] = str(record)
-        self._log_file = open(log, "ab")  # noqa: SIM115 - closed in wait()
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "djqueue.worker.cli",
-                "worker",
-                "-r",
-                "tests.jobs_for_worker",
-                "--redis-url",
-                url,
-                *args,
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def identity(self, r: redis.Redis) -> str:
-        """Wait for the first heartbeat; the identity carries the pid."""
-
-        def find() -> str | None:
-            for member in r.smembers("processes"):
-                name = member.decode() if isinstance(member, bytes) else member
-                if f":{self.pid}:" in name:
-                    return name
-            assert self.process.poll() is None, self.output()
-            return None
-
-        return wait_for(find, what="first heartbeat")
-
-    def send(self, sig: int) -> None:
-        self.process.send_signal(sig)
-
-    def wait(self, timeout: float = 30) -> int:
-        try:
-            return self.process.wait(timeout)
-        finally:
-            self._log_file.close()
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.wait()
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
-@pytest.fixture
-def spawn(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
-    started: list[WorkerProcess] = []
-
-    def start(url: str, *args: str, record: Path | None = None) -> WorkerProcess:
-        worker = WorkerProcess(url, tmp_path / f"worker{len(started)}.log", record, *args)
-        started.append(worker)
-        return worker
-
-    yield start
-    for worker in started:
-        worker.kill()
 
 
 def test_term_pushes_an_unfinished_job_back_and_exits_0(spawn, redis_url, r):

@@ -263,3 +263,28 @@ def test_a_processor_that_dies_is_replaced(worker, r):
         assert len(w.launcher.manager.processors) == 1
     finally:
         djqueue.server_middleware.remove(kill_once)
+
+
+def remote_process(r, identity: str, beat_ago: float, interval: float, job: str) -> None:
+    """A djqueue process on another host, as its heartbeats left it, holding ``job``."""
+    host, pid, _ = identity.split(":")
+    info = {"hostname": host, "pid": int(pid), "identity": identity, "queues": ["default"]}
+    info["heartbeat_interval"] = interval
+    r.sadd("processes", identity)
+    r.hset(identity, mapping={"info": json.dumps(info), "beat": time.time() - beat_ago})
+    r.expire(identity, 60)
+    r.hset("working_lists", identity, json.dumps(["default"]))
+    r.lpush(f"working:{identity}:default", job)
+
+
+def test_a_silent_process_on_another_host_loses_its_jobs_within_three_beats(worker, r):
+    """Its hash lives 60 s, but three missed heartbeats are enough to take its jobs back."""
+    silent = json.dumps({"class": "t.record", "args": ["after", "recovered"], "jid": "c" * 24})
+    busy = json.dumps({"class": "t.record", "args": ["after", "stolen"], "jid": "d" * 24})
+    remote_process(r, "elsewhere:4242:abcdefabcdef", beat_ago=2.0, interval=0.5, job=silent)
+    remote_process(r, "faraway:4343:abcdefabcdef", beat_ago=0.0, interval=30.0, job=busy)
+    worker()
+    assert wait_for(lambda: r.lrange("after", 0, -1)) == ["['recovered']"]
+    assert not r.hexists("working_lists", "elsewhere:4242:abcdefabcdef")
+    # The other one beat recently by its own interval: its job stays its own.
+    assert r.lrange("working:faraway:4343:abcdefabcdef:default", 0, -1) == [busy]

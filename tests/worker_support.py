@@ -1,12 +1,18 @@
-"""What the in-process worker tests share: a launcher running on a thread (the ``worker``
-fixture in conftest.py), and waiting."""
+"""What the worker tests share: a launcher running on a thread (the ``worker`` fixture in
+conftest.py), a ``djqueue worker`` subprocess (the ``spawn`` fixture), and waiting."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import redis
 
 from djqueue.worker.launcher import Launcher
 
@@ -36,3 +42,68 @@ class Running:
         self.launcher.signal("TERM")
         self.thread.join(30)
         assert not self.thread.is_alive()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class WorkerProcess:
+    """One ``djqueue worker`` subprocess; its log goes to a file the test can read."""
+
+    def __init__(self, url: str | None, log: Path, record: Path | None, *args: str) -> None:
+        self.url = url
+        self.log = log
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        if record is not None:
+            env["DJQ_TEST_RECORD"] = str(record)
+        self._log_file = open(log, "ab")  # noqa: SIM115 - closed in wait()
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "djqueue.worker.cli",
+                "worker",
+                "-r",
+                "tests.jobs_for_worker",
+                *(("--redis-url", url) if url else ()),
+                *args,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def identity(self, r: redis.Redis) -> str:
+        """Wait for the first heartbeat; the identity carries the pid."""
+
+        def find() -> str | None:
+            for member in r.smembers("processes"):
+                name = member.decode() if isinstance(member, bytes) else member
+                if f":{self.pid}:" in name:
+                    return name
+            assert self.process.poll() is None, self.output()
+            return None
+
+        return wait_for(find, what="first heartbeat")
+
+    def send(self, sig: int) -> None:
+        self.process.send_signal(sig)
+
+    def wait(self, timeout: float = 30) -> int:
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self._log_file.close()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.wait()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")

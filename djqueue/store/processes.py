@@ -96,10 +96,18 @@ class ProcessStore:
 
     def alive(self, identities: Sequence[str]) -> list[bool]:
         """Whether each identity's hash still holds ``info`` (it beat within the TTL)."""
+        return [beat is not None for beat in self.heartbeats(identities)]
+
+    def heartbeats(self, identities: Sequence[str]) -> list[tuple[str, str] | None]:
+        """``(info JSON, beat time)`` of each identity's last heartbeat, None when its hash
+        has expired; one round trip."""
         pipe = self.redis.pipeline(transaction=False)
         for identity in identities:
-            pipe.hexists(self.keys.process(identity), "info")
-        return [bool(found) for found in pipe.execute()]
+            pipe.hmget(self.keys.process(identity), ["info", "beat"])
+        found: list[tuple[str, str] | None] = []
+        for info, beat in pipe.execute():
+            found.append(None if info is None else (_text(info), _text(beat or b"")))
+        return found
 
     def lock(self, key: str, owner: str, seconds: float) -> bool:
         """``SET key owner NX EX seconds``: True for the one caller that got it."""

@@ -118,6 +118,11 @@ class WorkingLists:
         )
         return None if raw is None else bytes(raw)  # type: ignore[arg-type]
 
+    def cancel_waits(self) -> None:
+        """Close the connections of every `block_take` under way (and the pool's idle ones),
+        so Redis serves no job to a wait nobody will read; the next call reconnects."""
+        self.redis.connection_pool.disconnect()
+
     def requeue_all(self, drop_index: bool = True) -> int:
         """Push every job in these lists back to the front of its queue."""
         return requeue_process(self.redis, self.keys, self.identity, self.names, drop_index)

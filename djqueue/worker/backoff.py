@@ -29,12 +29,22 @@ class GaveUp(Exception):
 
 class _Outage:
     """Process-wide outage state, so ten processors losing Redis at once log two lines
-    (lost, back), not twenty."""
+    (lost, back), not twenty. Until Redis has been reached once (`connected`), a failure
+    says so instead: a worker started against a Redis it never reached did not "lose" it."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.down_since: float | None = None
         self.last_report = 0.0
+        #: The Redis URL (without password) while it has not been reached yet.
+        self.waiting_for: str | None = None
+
+    def connecting(self, url: str) -> None:
+        """Start-up: Redis at ``url`` has not been reached yet."""
+        self.waiting_for = url
+
+    def connected(self) -> None:
+        self.waiting_for = None
 
     def failed(self, what: str, exc: BaseException) -> None:
         now = time.monotonic()
@@ -45,6 +55,15 @@ class _Outage:
             elif now - self.last_report < 60:
                 return
             self.last_report = now
+        if self.waiting_for is not None:
+            logger.warning(
+                "cannot reach Redis at %s (%s: %s); waiting (Ctrl-C to quit)",
+                self.waiting_for,
+                type(exc).__name__,
+                exc,
+                extra={"source": what},
+            )
+            return
         logger.warning(
             "%s Redis (%s: %s); retrying with backoff",
             "lost" if first else "still no",

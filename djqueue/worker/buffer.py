@@ -48,8 +48,10 @@ class JobBuffer:
         self.blocking = 0
         #: True while a processor's fetch is under way.
         self.fetching = False
-        #: Running average of job durations, seconds.
-        self.average = 0.0
+        #: Running average of job durations, seconds; None until a job has finished, so jobs
+        #: count as long (no spare jobs held) until measured: a process must not hold jobs it
+        #: cannot start while a peer is idle.
+        self.average: float | None = None
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
 
@@ -127,7 +129,7 @@ class JobBuffer:
     def _spare(self) -> int:
         """Jobs to hold beyond the free processors: only while none waits in BLMOVE (the
         queues have work) and recent jobs are short (a round trip between two of them shows)."""
-        if self.blocking == 0 and self.average < SHORT_JOB:
+        if self.blocking == 0 and self.average is not None and self.average < SHORT_JOB:
             return max(2, self.concurrency // 2)
         return 0
 
@@ -162,7 +164,10 @@ class JobBuffer:
             self.running -= 1
             if not unit.acked:
                 self.acks.append(unit)
-            self.average += (seconds - self.average) * SMOOTHING
+            if self.average is None:
+                self.average = seconds
+            else:
+                self.average += (seconds - self.average) * SMOOTHING
 
     def give_back(self, unit: Unit) -> None:
         """An unstarted job back to the front of the buffer (taken while going quiet)."""

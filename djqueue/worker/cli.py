@@ -72,7 +72,15 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="URL",
         help="Redis to use, e.g. redis://host:6379/0 (default: the setting, DJQUEUE_REDIS_URL "
-        "or REDIS_URL)",
+        "or REDIS_URL). A password given here shows in ps: prefer the DJQUEUE_REDIS_URL "
+        "environment variable or --redis-url-file",
+    )
+    parser.add_argument(
+        "--redis-url-file",
+        default=None,
+        metavar="PATH",
+        help="read the Redis URL from the first line of PATH (e.g. a mounted secret), so the "
+        "password stays out of ps and shell history",
     )
     parser.add_argument(
         "--namespace", default=None, help="prefix of every Redis key (default: none)"
@@ -109,9 +117,25 @@ def effective_settings(options: dict[str, Any], settings: Settings) -> Settings:
     changes: dict[str, Any] = {
         name: options[name] for name in _SETTING_OPTIONS if options.get(name) is not None
     }
+    if options.get("redis_url_file"):
+        if options.get("redis_url"):
+            raise ConfigurationError("redis_url_file", "give --redis-url or --redis-url-file")
+        changes["redis_url"] = read_url_file(options["redis_url_file"])
     if options.get("queue"):
         changes["queues"] = config.parse_queues(options["queue"])
     return settings.replace(**changes) if changes else settings
+
+
+def read_url_file(path: str) -> str:
+    """The first line of ``path``, stripped; the file is named in errors, its content never."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            url = file.readline().strip()
+    except OSError as exc:
+        raise ConfigurationError("redis_url_file", f"cannot read {path}: {exc.strerror}") from None
+    if not url:
+        raise ConfigurationError("redis_url_file", f"{path} holds no URL on its first line")
+    return url
 
 
 def install(settings: Settings) -> None:
@@ -160,16 +184,36 @@ def run_worker(options: dict[str, Any], settings: Settings | None = None) -> int
         logfile=options.get("logfile"),
         json_logs=bool(options.get("json_logs")),
     )
+    stuck: list[threading.Thread] = []
     try:
         require(list(options.get("require") or ()))
         launcher = Launcher(config.get_settings())
         restore = _install_signal_handlers(launcher.signal)
         try:
-            return launcher.run()
+            code = launcher.run()
         finally:
             restore()
+        if threading.current_thread() is threading.main_thread():
+            stuck = [
+                t
+                for t in threading.enumerate()
+                if not t.daemon and t is not threading.main_thread() and t.is_alive()
+            ]
+        if stuck:
+            log.logger.warning(
+                "exiting although a job left %d thread(s) running: %s",
+                len(stuck),
+                ", ".join(t.name for t in stuck),
+            )
     finally:
         log.teardown(handler)
+    if stuck:
+        # Jobs are settled and the log is flushed; a thread a job started (not a daemon)
+        # would keep the process alive forever after "bye", so the process leaves anyway.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _install_signal_handlers(notify: Callable[[str], None]) -> Callable[[], None]:
@@ -212,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         sub = commands.add_parser(name, help=text, description=text)
         sub.add_argument("--redis-url", default=None, metavar="URL", help="Redis to read")
+        sub.add_argument(
+            "--redis-url-file", default=None, metavar="PATH", help="read the URL from PATH"
+        )
         sub.add_argument("--namespace", default=None, help="prefix of every Redis key")
     return parser
 

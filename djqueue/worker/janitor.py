@@ -2,9 +2,10 @@
 
 Three duties, run at start-up and after every heartbeat:
 
-* **Orphaned jobs.** A process whose identity hash has expired (no beat for 60 s), or which ran
-  on this host under a pid that no longer exists, has its working lists pushed back to the
-  front of their queues, atomically, by whichever live process gets there first. The periodic
+* **Orphaned jobs.** A process that has not beaten for three of its heartbeat intervals (or
+  whose identity hash has expired), or which ran on this host under a pid that no longer
+  exists, has its working lists pushed back to the front of their queues, atomically, by
+  whichever live process gets there first. The periodic
   sweep is guarded by a short lock (``working_sweep``) so a cluster sweeps about once per beat.
 * **The processes set.** Members that are dead by the same rule are removed (the store's
   prune, under Sidekiq 7's ``process_cleanup`` lock), so a dead process leaves the UI within
@@ -16,8 +17,10 @@ Three duties, run at start-up and after every heartbeat:
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import time
 from collections import Counter
 from collections.abc import Callable
 
@@ -26,6 +29,9 @@ import redis
 from ..store import Keys, ProcessStore, requeue_process, working_index
 from .fetch import Fetcher, Unit
 from .log import logger
+
+#: Heartbeats a process may miss before its jobs are taken back (from any host).
+SILENT_BEATS = 3
 
 
 def hostname() -> str:
@@ -85,13 +91,25 @@ class Janitor:
     def _gone(self, identity: str) -> bool:
         return pid_is_gone(identity, self.host)
 
+    def _silent(self, heartbeat: tuple[str, str], now: float) -> bool:
+        """True when a process missed three of its own heartbeats (``heartbeat_interval`` in
+        its ``info``; a process that does not say keeps the 60 s of its hash's expiry)."""
+        info_text, beat_text = heartbeat
+        try:
+            interval = float(json.loads(info_text).get("heartbeat_interval"))
+            beat = float(beat_text)
+        except (TypeError, ValueError, AttributeError):
+            return False
+        return now - beat > SILENT_BEATS * interval
+
     def sweep(self) -> int:
         """Push back the working lists of every dead process; returns the jobs pushed back."""
         index = working_index(self.redis, self.keys)
         others = [ident for ident in index if ident != self.identity]
         total = 0
-        for ident, alive in zip(others, self.processes.alive(others), strict=True):
-            if alive and not self._gone(ident):
+        now = time.time()
+        for ident, beat in zip(others, self.processes.heartbeats(others), strict=True):
+            if beat is not None and not self._gone(ident) and not self._silent(beat, now):
                 continue
             moved = requeue_process(self.redis, self.keys, ident, index[ident])
             if moved:

@@ -23,7 +23,7 @@ from redis.retry import Retry
 from .. import __version__, connection, registry, signals
 from ..config import Settings, get_settings
 from ..store import JobStore, Keys
-from .backoff import REDIS_ERRORS, GaveUp, keep_trying
+from .backoff import REDIS_ERRORS, GaveUp, keep_trying, outage
 from .fetch import Fetcher
 from .heartbeat import Heartbeat, HeartbeatThread
 from .janitor import Janitor, hostname
@@ -93,6 +93,10 @@ class Launcher:
         )
         #: Signal names to act on, put by OS signal handlers and by the heartbeat.
         self.signals: queue.SimpleQueue[str] = queue.SimpleQueue()
+        #: Set by the first TERM/INT: every wait of the start-up gives up, the run loop stops.
+        self.stopping = threading.Event()
+        #: Set by a second TERM/INT during shutdown: stop waiting for running jobs.
+        self.forced = threading.Event()
         self.stopped = threading.Event()
 
     @property
@@ -109,6 +113,7 @@ class Launcher:
             "weights": [{name: weight for name, weight in s.queues}],
             "labels": list(s.labels),
             "identity": self.identity,
+            "heartbeat_interval": s.heartbeat_interval,
             "version": f"djqueue {__version__}",
         }
 
@@ -123,11 +128,18 @@ class Launcher:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Announce the process, take back orphaned jobs, then start every thread."""
+        """Announce the process, take back orphaned jobs, then start every thread.
+
+        Raises `GaveUp` when told to stop while Redis has never answered.
+        """
         self.log_banner()
-        first = keep_trying(self.heartbeat.beat, "first heartbeat")
+        outage.connecting(self.settings.safe_redis_url)
         try:
-            keep_trying(self.janitor.sweep, "start-up sweep")
+            first = keep_trying(self.heartbeat.beat, "first heartbeat", self.stopping)
+        finally:
+            outage.connected()
+        try:
+            keep_trying(self.janitor.sweep, "start-up sweep", self.stopping)
         except GaveUp:
             pass
         self.manager.start()
@@ -155,7 +167,7 @@ class Launcher:
             signals.worker_stopping.send(self.identity, info=self.info)
         deadline = time.monotonic() + self.settings.timeout
         self.quiet()
-        pushed = self.manager.stop(deadline)
+        pushed = self.manager.stop(deadline, self.forced)
         self.poller.stop()
         self.beats.stop()
         try:
@@ -169,7 +181,11 @@ class Launcher:
 
     def run(self) -> int:
         """Start, then obey signals until told to stop; returns the exit code (0)."""
-        self.start()
+        try:
+            self.start()
+        except GaveUp:
+            logger.info("stopped before Redis could be reached; bye")
+            return 0
         while True:
             name = self.signals.get()
             if name in ("TERM", "INT"):
@@ -178,7 +194,21 @@ class Launcher:
             self.handle(name)
 
     def signal(self, name: str) -> None:
-        """Ask the run loop to act on ``name`` (safe from signal handlers and other threads)."""
+        """Ask the run loop to act on ``name`` (safe from signal handlers and other threads).
+
+        The first TERM or INT starts the shutdown (and ends any start-up wait); a second one
+        during the shutdown stops waiting for running jobs: they are pushed back to their
+        queues at once, as when the timeout runs out.
+        """
+        if name in ("TERM", "INT"):
+            if self.stopping.is_set():
+                if not self.forced.is_set():
+                    logger.warning(
+                        "%s again: stopping now; unfinished jobs go back to their queues", name
+                    )
+                    self.forced.set()
+                return
+            self.stopping.set()
         self.signals.put(name)
 
     def handle(self, name: str) -> None:
@@ -213,5 +243,8 @@ class Launcher:
         names = {t.ident: t.name for t in threading.enumerate()}
         logger.warning("thread dump: %d threads", len(frames))
         for ident, frame in frames.items():
-            stack = "".join(traceback.format_stack(frame))
-            logger.warning("thread %s (%s):\n%s", names.get(ident, "?"), ident, stack.rstrip())
+            # One line per record: a text log escapes line breaks inside a message.
+            logger.warning("thread %s (%s):", names.get(ident, "?"), ident)
+            for entry in traceback.format_stack(frame):
+                for text in entry.rstrip().splitlines():
+                    logger.warning("  %s", text)

@@ -19,6 +19,7 @@ import logging
 import logging.handlers
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -51,9 +52,20 @@ def tid(ident: int | None = None) -> str:
     return cached
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def escape(text: str) -> str:
+    """Control characters as ``\\xNN``: a job's class, or anything else a payload carries,
+    must not be able to start a forged line of its own in a text log."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def bind_job(payload: dict[str, Any]) -> contextvars.Token[Any]:
     fields = {"class": payload.get("class"), "jid": payload.get("jid")}
-    text = f" class={fields['class']} jid={fields['jid']}"
+    text = escape(f" class={fields['class']} jid={fields['jid']}")
     return job_context.set((text, fields))
 
 
@@ -169,7 +181,7 @@ class TextFormatter(logging.Formatter):
         context = _context(record)
         line = (
             f"{self.clock(record.created)} pid={record.process} tid={tid(record.thread)}"
-            f"{context[0] if context else ''} {record.levelname}: {record.getMessage()}"
+            f"{context[0] if context else ''} {record.levelname}: {escape(record.getMessage())}"
         )
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
@@ -203,6 +215,16 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, default=str)
 
 
+class PrivateFileHandler(logging.handlers.WatchedFileHandler):
+    """A log file created readable by its owner only (0600), also when reopened after a
+    rotation: job arguments and errors in it may be personal data. An existing file keeps its
+    mode."""
+
+    def _open(self) -> Any:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        return open(fd, "a", encoding=self.encoding, errors=self.errors)  # noqa: SIM115
+
+
 def setup(
     verbose: bool = False, logfile: str | None = None, json_logs: bool = False
 ) -> logging.Handler:
@@ -215,7 +237,7 @@ def setup(
     """
     target: logging.StreamHandler[Any]
     if logfile:
-        target = logging.handlers.WatchedFileHandler(logfile, encoding="utf-8")
+        target = PrivateFileHandler(logfile, encoding="utf-8")
     else:
         target = logging.StreamHandler(sys.stderr)
     target.setFormatter(JsonFormatter() if json_logs else TextFormatter())

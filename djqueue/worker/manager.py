@@ -106,33 +106,43 @@ class Manager:
                 held[(unit.queue, unit.raw)] += 1
         return held
 
-    def stop(self, deadline: float) -> int | None:
-        """Quiet, wait for running jobs until ``deadline`` (monotonic), then push back what
-        is unfinished. Returns the number of jobs pushed back, None when Redis could not be
-        reached (the working lists are then left for a live worker to take back)."""
+    def stop(self, deadline: float, forced: threading.Event | None = None) -> int | None:
+        """Quiet, wait for running jobs until ``deadline`` (monotonic) or until ``forced`` is
+        set, then push back what is unfinished. Returns the number of jobs pushed back, None
+        when Redis could not be reached (the working lists are then left for a live worker to
+        take back) or when the stop was forced (the entry stays for a sweep)."""
+        forced = forced or threading.Event()
         self.quiet()
-        self._wait(deadline, lambda p: True)
+        self._wait(deadline, lambda p: True, forced)
         # A processor between jobs (fetching, or waiting in BLMOVE) returns within the block
         # timeout, possibly with a job; let it put that back before the final push-back, which
         # must come after every move into our working lists.
-        self._wait(time.monotonic() + self.fetcher.block_timeout + 1, lambda p: p.unit is None)
+        self._wait(
+            time.monotonic() + self.fetcher.block_timeout + 1, lambda p: p.unit is None, forced
+        )
         self.hard_stop.set()
+        cut_short = forced.is_set()
+        if cut_short:
+            # Idle processors may still wait in BLMOVE and would take a job pushed back now:
+            # cancel their waits. Should one still catch a job, it lands in our working list,
+            # whose index entry then stays, so the next sweep (ours at the next start, or a
+            # live peer's) pushes it back.
+            self.fetcher.lists.cancel_waits()
         try:
             # Acknowledge first: a job that completed must not be pushed back and run again.
             self.buffer.flush(push_back=True)
-            pushed = self.fetcher.requeue_all()
+            pushed = self.fetcher.requeue_all(drop_index=not cut_short)
         except REDIS_ERRORS as exc:
             logger.error("could not push unfinished jobs back (%s); a live worker will", exc)
             return None
         if pushed:
             logger.warning("pushed %d unfinished job(s) back to their queues", pushed)
-        return pushed
+        return None if cut_short else pushed
 
-    def _wait(self, deadline: float, which: Any) -> None:
+    def _wait(self, deadline: float, which: Any, forced: threading.Event) -> None:
         while True:
             with self._lock:
                 waiting = [p for p in self.processors if which(p)]
-            if not waiting or time.monotonic() >= deadline:
+            if not waiting or time.monotonic() >= deadline or forced.is_set():
                 return
-            for p in waiting:
-                p.thread.join(max(0.0, min(0.5, deadline - time.monotonic())))
+            forced.wait(max(0.0, min(0.05, deadline - time.monotonic())))

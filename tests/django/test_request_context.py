@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import translation
 
+import djqueue
 from djqueue import context, executor
 from tests.django.conftest import queued, seen
 from tests.django.testapp.jobs import report_context
@@ -104,3 +105,51 @@ def test_a_job_pushed_by_a_job_keeps_the_request_context(r):
         server_middleware.remove(PushAnother)
     (second,) = queued(r)
     assert second["request_context"] == {"request_id": "outer", "user_id": 5, "language": "de"}
+
+
+def test_only_the_documented_keys_travel_unless_the_app_allows_more(r, redis_url, settings):
+    with context.bind(request_id="r1", email="ada@example.com", session_key="s3cr3t", tenant=7):
+        report_context.perform_later("bound")
+    (payload,) = queued(r)
+    assert set(payload["request_context"]) == {"request_id", "language"}
+    r.delete("queue:default")
+
+    settings.DJQUEUE = {**settings.DJQUEUE, "CONTEXT_KEYS": ["tenant"]}
+    from djqueue.contrib.django.apps import configure
+
+    assert configure() is None  # what the app's ready() does with DJQUEUE
+    djqueue.configure(redis_url=redis_url)  # configure() rebuilt the settings from DJQUEUE
+    try:
+        with context.bind(request_id="r2", email="ada@example.com", tenant=7):
+            report_context.perform_later("bound")
+        (payload,) = queued(r)
+        assert payload["request_context"] == {"request_id": "r2", "tenant": 7, "language": "en"}
+    finally:
+        context.allow()
+
+
+def test_a_hostile_payloads_extra_context_is_not_bound_nor_passed_on(r):
+    from djqueue import server_middleware
+
+    hostile = {
+        "class": report_context.job_name,
+        "args": ["hostile"],
+        "jid": "e" * 24,
+        "request_context": {"request_id": "x", "is_admin": True, "user_id": {"pk": 1}},
+    }
+    inside: list[dict] = []
+
+    class PushAnother:
+        def __call__(self, job, payload, queue, call_next):
+            inside.append(context.current())
+            report_context.perform_later("child")
+            return call_next()
+
+    server_middleware.add(PushAnother)
+    try:
+        executor.run(hostile)
+    finally:
+        server_middleware.remove(PushAnother)
+    assert inside == [{"request_id": "x"}]  # no is_admin; a user id that is no scalar: dropped
+    (child,) = queued(r)
+    assert set(child["request_context"]) == {"request_id", "language"}

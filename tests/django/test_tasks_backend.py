@@ -125,3 +125,20 @@ def test_a_payload_naming_an_unknown_task_does_not_run(r):
     payload["args"][0]["task"] = "os.system"
     with pytest.raises(UnknownJob, match="os.system"):
         executor.run(payload)
+
+
+def test_numbers_and_names_from_a_payload_are_checked_before_anything_is_built(r):
+    """A retry_count of 10^10 made the wrapper build a list of that many worker ids (80 GB)
+    before its allow-list check; now the name is checked first and attempts are bounded."""
+    with_context.enqueue(3)
+    (payload,) = queued(r)
+    payload["retry_count"] = 10**10
+    executor.run(payload)
+    assert seen(r)[0]["attempt"] == 1000
+    payload["args"][0]["task"] = "os.system"
+    with pytest.raises(UnknownJob, match="os.system"):
+        executor.run(payload)
+    for bad in ([1], [{"task": 1}], [{"task": "x", "args": "no"}], [{"task": "x", "kwargs": []}]):
+        payload["args"] = bad
+        with pytest.raises(TypeError, match="takes one argument"):
+            executor.run(payload)

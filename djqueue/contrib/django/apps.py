@@ -53,6 +53,9 @@ def configure() -> ConfigurationError | None:
     except ConfigurationError as exc:
         return exc
     djqueue.configure(framework=values)
+    from djqueue import context
+
+    context.allow(*values.get("CONTEXT_KEYS", ()))
     return None
 
 

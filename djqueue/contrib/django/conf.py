@@ -23,6 +23,8 @@ APP_DEFAULTS: dict[str, Any] = {
     "REQUEST_ID_HEADER": "X-Request-ID",
     # Module names imported from every installed app at start-up.
     "DISCOVER": ("jobs",),
+    # Context keys that travel with jobs besides request_id, user_id and language.
+    "CONTEXT_KEYS": (),
 }
 
 CORE_KEYS = frozenset(f.name.upper() for f in dataclasses.fields(Settings) if f.name != "extra")
@@ -50,6 +52,9 @@ def validate(values: dict[str, Any]) -> Settings:
     discover = values.get("DISCOVER", ("jobs",))
     if isinstance(discover, str) or not all(isinstance(m, str) for m in discover):
         raise ConfigurationError("DISCOVER", "must be a list of module names, e.g. ['jobs']")
+    keys = values.get("CONTEXT_KEYS", ())
+    if isinstance(keys, str) or not all(isinstance(k, str) and k for k in keys):
+        raise ConfigurationError("CONTEXT_KEYS", "must be a list of key names, e.g. ['tenant']")
     return Settings.build(framework=values)
 
 

@@ -46,8 +46,9 @@ class RequestContext:
     def __call__(
         self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
     ) -> Any:
-        values = payload.get(context.FIELD)
-        if not isinstance(values, dict) or not values:
+        found = payload.get(context.FIELD)
+        values = context.travelling(found) if isinstance(found, dict) else {}
+        if not values:
             return call_next()
         with context.bind(**values):
             language = values.get("language")

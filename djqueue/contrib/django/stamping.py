@@ -32,5 +32,7 @@ class StampRequestContext:
             if request is not None:
                 values["user_id"] = user_id_of(request)
             values["language"] = translation.get_language()
-            payload[context.FIELD] = {k: v for k, v in values.items() if v is not None}
+            stamped = context.travelling(values)
+            if stamped:
+                payload[context.FIELD] = stamped
         return call_next()

@@ -147,15 +147,47 @@ def _when(value: Any) -> dt.datetime | None:
     return dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc)
 
 
+#: The most attempts a TaskResult reports (``retry_count`` comes from Redis: a hostile or
+#: broken payload must not make the worker build a list of 10^8 worker ids).
+MAX_ATTEMPTS = 1000
+
+
+def _spec(payload: dict[str, Any]) -> dict[str, Any]:
+    """The wrapper job's one argument, checked for shape before anything is done with it."""
+    args = payload.get("args")
+    spec = args[0] if isinstance(args, list) and len(args) == 1 else None
+    if (
+        not isinstance(spec, dict)
+        or not isinstance(spec.get("task"), str)
+        or not isinstance(spec.get("args", []), list)
+        or not isinstance(spec.get("kwargs", {}), dict)
+        or not isinstance(spec.get("backend", "default"), str)
+    ):
+        raise TypeError(
+            f"{JOB_NAME} takes one argument, {{'task': path, 'args': [...], 'kwargs': {{...}}, "
+            f"'backend': alias}}"
+        )
+    return spec
+
+
+def _attempt(payload: dict[str, Any]) -> int:
+    """1 on the first run, 2 after one failure, ...: ``retry_count + 2``, bounded."""
+    count = payload.get("retry_count")
+    if not isinstance(count, int) or isinstance(count, bool):
+        return 1
+    return max(1, min(count + 2, MAX_ATTEMPTS))
+
+
 def _from_payload(payload: dict[str, Any], **fields: Any) -> tuple[TaskResult, type]:
     """The TaskResult a payload describes, and the backend class (the signals' sender)."""
-    (spec,) = payload["args"]
-    backend = task_backends[spec.get("backend", "default")]
+    spec = _spec(payload)
     task = lookup_task(spec["task"])
+    backend = task_backends[spec.get("backend", "default")]
     if task.queue_name != payload.get("queue") and payload.get("queue") in backend.queues:
         task = task.using(queue_name=payload["queue"])
     fields.setdefault("enqueued_at", _when(payload.get("enqueued_at")))
-    result = _result(task, payload["jid"], backend.alias, spec["args"], spec["kwargs"], **fields)
+    args, kwargs = spec.get("args", []), spec.get("kwargs", {})
+    result = _result(task, payload["jid"], backend.alias, args, kwargs, **fields)
     return result, type(backend)
 
 
@@ -176,7 +208,8 @@ _worker_id = f"{socket.gethostname()}:{os.getpid()}"
 def run_task(spec: dict[str, Any]) -> Any:
     """Run one django task in the worker, sending ``task_started`` and ``task_finished``."""
     payload = current_job() or {"jid": new_jid(), "args": [spec], "enqueued_at": now()}
-    attempt = payload.get("retry_count", -1) + 2
+    lookup_task(_spec(payload)["task"])  # the allow-list first, before anything is built
+    attempt = _attempt(payload)
     started = timezone.now()
     result, backend_class = _from_payload(
         payload,

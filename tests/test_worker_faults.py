@@ -1,0 +1,88 @@
+"""Real ``djqueue worker`` processes meeting faults and hostile input: Redis out of reach at
+start-up, impatient operators, threads a job leaves behind, forged log lines, secrets."""
+
+from __future__ import annotations
+
+import json
+import signal
+import stat
+
+import pytest
+
+from . import jobs_for_worker as jobs
+from .redis_server import free_port
+from .worker_support import wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_worker_started_with_redis_down_says_so_and_obeys_the_stop_signal(spawn, sig):
+    url = f"redis://127.0.0.1:{free_port()}/0?password=hunter2"
+    worker = spawn(url)
+    wait_for(lambda: "cannot reach Redis" in worker.output(), what="the waiting message")
+    worker.send(sig)
+    assert worker.wait(10) == 0
+    text = worker.output()
+    assert "waiting (Ctrl-C to quit)" in text and "password=***" in text
+    assert "lost Redis" not in text  # it never had it
+    assert "hunter2" not in text
+
+
+def test_a_second_ctrl_c_stops_at_once_and_the_job_goes_back(spawn, redis_url, r):
+    jid = jobs.slow.perform_later("slow", 60)
+    worker = spawn(redis_url, "-t", "25")
+    wait_for(lambda: r.lrange("slow", 0, -1))
+    worker.send(signal.SIGINT)
+    wait_for(lambda: "shutting down" in worker.output())
+    worker.send(signal.SIGINT)
+    assert worker.wait(15) == 0  # not the 25 s of the timeout
+    assert "INT again: stopping now" in worker.output()
+    # Back in its queue, or (should an idle processor's wait have caught it) in a working list
+    # whose index entry stayed, for the next sweep: never lost.
+    found = [k for k in r.keys("*") if r.type(k) == "list" and jid in "".join(r.lrange(k, 0, -1))]
+    assert len(found) == 1
+    if found != ["queue:default"]:
+        identity = found[0].split(":", 1)[1].rsplit(":", 1)[0]
+        assert r.hexists("working_lists", identity)
+
+
+def test_a_thread_a_job_leaves_behind_does_not_keep_the_process_alive(spawn, redis_url, r):
+    jobs.linger.perform_later("lingered")
+    worker = spawn(redis_url)
+    wait_for(lambda: r.lrange("lingered", 0, -1))
+    worker.send(signal.SIGTERM)
+    assert worker.wait(15) == 0
+    assert "exiting although a job left 1 thread(s) running: left-behind" in worker.output()
+
+
+def test_a_job_class_cannot_forge_log_lines(spawn, redis_url, r):
+    forged = "2020-01-01T00:00:00.000Z pid=1 tid=x INFO: all good"
+    r.lpush("queue:default", json.dumps({"class": f"nope\n{forged}", "args": [], "jid": "f" * 24}))
+    worker = spawn(redis_url)
+    wait_for(lambda: r.zcard("retry") == 1, what="the unknown job in retry")
+    worker.send(signal.SIGTERM)
+    assert worker.wait(15) == 0
+    lines = worker.output().splitlines()
+    assert not any(line.startswith("2020-01-01") for line in lines)
+    assert any("class=nope\\x0a2020-01-01" in line for line in lines)
+
+
+def test_the_log_file_is_readable_by_its_owner_only(spawn, redis_url, tmp_path):
+    path = tmp_path / "worker.log"
+    worker = spawn(redis_url, "-L", str(path))
+    wait_for(lambda: path.exists() and "starting" in path.read_text())
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    worker.send(signal.SIGTERM)
+    assert worker.wait(15) == 0
+
+
+def test_the_redis_url_can_come_from_a_file(spawn, redis_url, r, tmp_path):
+    secret = tmp_path / "redis-url"
+    secret.write_text(redis_url + "\n")
+    jid = jobs.record.perform_later("from_file", "ok")
+    worker = spawn(None, "--redis-url-file", str(secret))
+    wait_for(lambda: r.lrange("from_file", 0, -1), what="the job run")
+    worker.send(signal.SIGTERM)
+    assert worker.wait(15) == 0
+    assert jid in worker.output()
