@@ -60,3 +60,8 @@ class PayloadTooLarge(DjQueueError, ValueError):
             f"{job}: the job's JSON is {size:,} bytes, over the max_payload_bytes setting "
             f"({limit:,}); pass a reference (a row id, a file path) instead of the data"
         )
+
+
+class ProcessDied(DjQueueError):
+    """Recorded on a job buried because the worker process died while running it, again and
+    again (a segfault, ``os._exit``, the kernel's OOM killer): a poison job."""

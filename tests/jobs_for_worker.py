@@ -53,6 +53,12 @@ def hold(key: str, n: int) -> None:
         time.sleep(0.05)
 
 
+@djqueue.job(name="t.die")
+def die() -> None:
+    """Kills its own process, as a crash in a C extension or the OOM killer would."""
+    os._exit(3)
+
+
 @djqueue.job(name="t.linger")
 def linger(key: str) -> None:
     """Leaves a thread behind that is not a daemon, as careless job code does."""

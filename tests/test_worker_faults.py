@@ -86,3 +86,36 @@ def test_the_redis_url_can_come_from_a_file(spawn, redis_url, r, tmp_path):
     worker.send(signal.SIGTERM)
     assert worker.wait(15) == 0
     assert jid in worker.output()
+
+
+def test_a_job_that_kills_its_process_ends_in_dead_and_the_jobs_behind_it_run(
+    spawn, redis_url, r, tmp_path
+):
+    record = tmp_path / "ran.txt"
+    poison = jobs.die.perform_later()
+    behind = set(jobs.mark.perform_bulk([[i] for i in range(12)]))
+    deaths = 0
+    for _ in range(6):
+        worker = spawn(redis_url, "-c", "2", record=record)
+        wait_for(
+            lambda w=worker: w.process.poll() is not None or set(ran(record)) >= behind,
+            timeout=30,
+            what="a death or every job run",
+        )
+        if worker.process.poll() is None:
+            break
+        assert worker.process.returncode == 3  # the job's os._exit(3)
+        deaths += 1
+    assert deaths == 3  # then the restarted worker buried it instead of running it again
+    assert set(ran(record)) == behind
+    ((member, _score),) = r.zrange("dead", 0, -1, withscores=True)
+    buried = json.loads(member)
+    assert buried["jid"] == poison and buried["error_class"] == "djqueue.errors.ProcessDied"
+    assert "died while running this job, 3 times" in buried["error_message"]
+    assert not r.keys("recovery:*")  # every recovered job ran to its end or was buried
+    worker.send(signal.SIGTERM)
+    assert worker.wait(15) == 0
+
+
+def ran(record) -> list[str]:
+    return record.read_text().split() if record.exists() else []

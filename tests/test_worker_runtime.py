@@ -149,15 +149,16 @@ def test_malformed_payloads_go_to_dead_with_their_text(worker, r):
     """Text that is not JSON is buried as it is; JSON that is not a job is wrapped in a job of
     class djqueue.Malformed with the text as its argument (Sidekiq's Web UI needs objects)."""
     bad = ["[1, 2]", '{"args": [1]}', '{"class": "t.record", "args": "x"}', "42"]
-    for text in ["not json {", *bad]:
+    deep = "[" * 100_000 + "]" * 100_000  # RecursionError, not ValueError, when parsed
+    for text in ["not json {", deep, *bad]:
         r.lpush("queue:default", text)
     jobs.record.perform_later("after", "ok")
     worker(concurrency=1)
     assert wait_for(lambda: r.lrange("after", 0, -1)) == ["['ok']"]
-    wait_for(lambda: r.zcard("dead") == 5)
+    wait_for(lambda: r.zcard("dead") == 6)
     dead = r.zrange("dead", 0, -1)
-    assert "not json {" in dead
-    wrapped = [json.loads(m) for m in dead if m != "not json {"]
+    assert "not json {" in dead and deep in dead
+    wrapped = [json.loads(m) for m in dead if m not in ("not json {", deep)]
     assert sorted(job["args"][0] for job in wrapped) == sorted(bad)
     assert {job["class"] for job in wrapped} == {"djqueue.Malformed"}
     assert {job["queue"] for job in wrapped} == {"default"}
@@ -288,3 +289,27 @@ def test_a_silent_process_on_another_host_loses_its_jobs_within_three_beats(work
     assert not r.hexists("working_lists", "elsewhere:4242:abcdefabcdef")
     # The other one beat recently by its own interval: its job stays its own.
     assert r.lrange("working:faraway:4343:abcdefabcdef:default", 0, -1) == [busy]
+
+
+def test_a_queue_key_of_the_wrong_type_is_skipped_and_the_others_served(worker, r, caplog):
+    """A string where a list belongs used to fail the fetch after it had moved jobs (Lua does
+    not roll back): they leaked, came back, and every healthy queue stalled."""
+    r.set("queue:broken", "not a list")
+    r.sadd("queues", "broken")
+    jobs.record.set(queue="high").perform_later("after", "high")
+    jobs.record.perform_later("after", "default")
+    djqueue.Client().push(
+        {"class": "t.record", "args": ["after", "due"], "queue": "broken", "at": time.time() + 0.5}
+    )
+    jobs.record.perform_in(1.0, "after", "later")
+    worker(queues=(("high", 0), ("broken", 0), ("default", 0)))
+    wait_for(lambda: len(r.lrange("after", 0, -1)) == 3, what="the three healthy jobs")
+    assert sorted(r.lrange("after", 0, -1)) == ["['default']", "['high']", "['later']"]
+    assert r.get("queue:broken") == "not a list"
+    assert r.zcard("schedule") == 1  # the job for the broken queue waits in the schedule
+    messages = [rec.getMessage() for rec in caplog.records]
+    assert (
+        sum("queue broken skipped: its key queue:broken is not a list" in m for m in messages) == 1
+    )
+    assert sum("cannot move to their queue" in m for m in messages) == 1
+    assert not any("lost Redis" in m for m in messages)

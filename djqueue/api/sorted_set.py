@@ -167,7 +167,7 @@ class SortedSet(ApiObject):
             moves.append((entry.raw, payload["queue"], dumps(payload)))
         if not moves:
             return 0
-        return self._call(lambda: self.store.move_to_queue(self.key, moves))
+        return self._call(lambda: self.store.move_to_queue(self.key, moves).moved)
 
     def kill_entries(self, entries: list[SortedEntry]) -> int:
         """Move entries to the dead set, which is then trimmed; returns how many moved."""

@@ -13,7 +13,7 @@ members by value, and re-encoded JSON could differ by one space and match nothin
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 
@@ -31,6 +31,14 @@ CANDIDATES = 50
 #: Sidekiq's limits of the dead set: 10,000 jobs, 180 days.
 DEAD_MAX_JOBS = 10_000
 DEAD_TIMEOUT = 180 * 24 * 3600.0
+
+
+class Moved(NamedTuple):
+    """What a move to queues did: entries moved, and entries left because their queue's key
+    is not a list."""
+
+    moved: int
+    stuck: int
 
 
 class JobStore:
@@ -76,17 +84,19 @@ class JobStore:
 
     # -- sorted sets to queues ---------------------------------------------------------------
 
-    def move_to_queue(self, source: str, moves: Sequence[tuple[Member, str, str]]) -> int:
+    def move_to_queue(self, source: str, moves: Sequence[tuple[Member, str, str]]) -> Moved:
         """Move entries of the sorted set ``source`` to queues: (member as stored, queue name,
-        JSON to push) each. Only entries still in the set move; returns how many did."""
+        JSON to push) each. Only entries still in the set move; an entry whose queue key is
+        not a list stays where it is (``stuck``)."""
         if not moves:
-            return 0
+            return Moved(0, 0)
         keys = [source, self.keys.queues]
         args: list[Any] = []
         for member, queue, json in moves:
             keys.append(self.keys.queue(queue))
             args += (member, queue, json)
-        return int(MOVE_TO_QUEUE(self.redis, keys, args))
+        moved, stuck = MOVE_TO_QUEUE(self.redis, keys, args)
+        return Moved(int(moved), int(stuck))
 
     def earliest(self, sources: Sequence[str]) -> list[float | None]:
         """The lowest score of each sorted set (None when empty), in one round trip."""
@@ -95,9 +105,10 @@ class JobStore:
             pipe.zrange(key, 0, 0, withscores=True)
         return [head[0][1] if head else None for head in pipe.execute()]
 
-    def due(self, source: str, now: float, limit: int) -> list[bytes]:
-        """Up to ``limit`` members of ``source`` whose score is ``now`` or earlier."""
-        members: Any = self.redis.zrangebyscore(source, "-inf", now, start=0, num=limit)
+    def due(self, source: str, now: float, limit: int, skip: int = 0) -> list[bytes]:
+        """Up to ``limit`` members of ``source`` whose score is ``now`` or earlier, after the
+        first ``skip`` of them."""
+        members: Any = self.redis.zrangebyscore(source, "-inf", now, start=skip, num=limit)
         return [bytes(m) if not isinstance(m, bytes) else m for m in members]
 
     # -- failure -----------------------------------------------------------------------------

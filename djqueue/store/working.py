@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import redis
 import redis.exceptions
 
-from .keys import Keys
+from .keys import RECOVERY_TTL, Keys
 from .scripts import REQUEUE_PROCESS, TAKE
 
 
@@ -54,6 +54,8 @@ class WorkingLists:
         self._pair = {name: str(i) for i, name in enumerate(self.names, 1)}
         self._in_order = " ".join(self._pair.values())
         self._local = threading.local()
+        #: Queues whose key held something other than a list at the last `take` (skipped).
+        self.broken: set[str] = set()
 
     @property
     def index_value(self) -> str:
@@ -66,10 +68,12 @@ class WorkingLists:
         order: Sequence[str] | None = None,
         acks: Sequence[Held] = (),
         back: Sequence[Held] = (),
-    ) -> list[tuple[str, bytes]]:
+    ) -> list[tuple[str, bytes, bool]]:
         """Acknowledge ``acks``, push ``back`` (unstarted jobs, newest first) to the front of
         their queues, then take up to ``count`` jobs trying the queues in ``order`` (default:
-        the order given at construction). Returns (queue name, job JSON) per job taken."""
+        the order given at construction). Returns (queue name, job JSON, recovered) per job
+        taken; ``recovered``: the job was pushed back after a crash, so the caller counts its
+        starts (`count_start`)."""
         return self._take(count, order, acks, back)[1]
 
     def requeue(self, job: Held) -> bool:
@@ -78,17 +82,25 @@ class WorkingLists:
 
     def _take(
         self, count: int, order: Sequence[str] | None, acks: Sequence[Held], back: Sequence[Held]
-    ) -> tuple[int, list[tuple[str, bytes]]]:
+    ) -> tuple[int, list[tuple[str, bytes, bool]]]:
         pair = self._pair
         sequence = self._in_order if order is None else " ".join([pair[n] for n in order])
-        args: list[Any] = [count, sequence, len(acks)]
+        args: list[Any] = [count, sequence, len(acks), self.keys.recovery_prefix]
         for job in acks:
             args += (pair[job.queue], job.raw)
         for job in back:
             args += (pair[job.queue], job.raw)
         reply = self._call(args)
         names = self.names
-        taken = [(names[int(reply[i]) - 1], reply[i + 1]) for i in range(1, len(reply), 2)]
+        if reply[1]:
+            self.broken = {names[int(p) - 1] for p in reply[1].split()}
+        elif self.broken:
+            self.broken = set()
+        recovered = {int(n) for n in reply[2].split()} if reply[2] else ()
+        taken = [
+            (names[int(reply[i]) - 1], reply[i + 1], (i - 1) // 2 in recovered)
+            for i in range(3, len(reply), 2)
+        ]
         return int(reply[0]), taken
 
     def _call(self, args: list[Any]) -> Any:
@@ -123,6 +135,19 @@ class WorkingLists:
         so Redis serves no job to a wait nobody will read; the next call reconnects."""
         self.redis.connection_pool.disconnect()
 
+    def count_start(self, jid: str) -> int:
+        """Count one more start of a job pushed back after a crash; returns how many starts
+        since (each before a death, but for this one)."""
+        key = self.keys.recovery(jid)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.incr(key)
+        pipe.expire(key, RECOVERY_TTL)
+        return int(pipe.execute()[0])
+
+    def forget_start(self, jid: str) -> None:
+        """The job ran to its end (success or failure): it is no longer a suspect."""
+        self.redis.delete(self.keys.recovery(jid))
+
     def requeue_all(self, drop_index: bool = True) -> int:
         """Push every job in these lists back to the front of its queue."""
         return requeue_process(self.redis, self.keys, self.identity, self.names, drop_index)
@@ -141,14 +166,17 @@ def requeue_process(
     identity: str,
     names: Sequence[str],
     drop_index: bool = True,
+    crashed: bool = False,
 ) -> int:
     """Push back everything ``identity``'s working lists hold, oldest job first in line, and
     (unless ``drop_index`` is false) delete its ``working_lists`` entry; atomic, so never twice.
-    Returns how many jobs went back."""
+    ``crashed``: the process died, so each job gets a recovery key and its next starts are
+    counted (`WorkingLists.count_start`). Returns how many jobs went back."""
     pairs: list[str] = []
     for name in names:
         pairs += (keys.working(identity, name), keys.queue(name))
-    args = [identity if drop_index else "", *names]
+    mark = keys.recovery_prefix if crashed else ""
+    args = [identity if drop_index else "", mark, RECOVERY_TTL, *names]
     return int(REQUEUE_PROCESS(redis_client, [keys.working_lists, keys.queues, *pairs], args))
 
 

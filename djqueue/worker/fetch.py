@@ -12,24 +12,29 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Sequence
 
 import redis
+import redis.exceptions
 
 from ..store import Keys, WorkingLists
+from .log import logger
 
 
 class Unit:
     """A fetched job: its queue, its JSON exactly as stored, and the working list holding it."""
 
-    __slots__ = ("queue", "raw", "working", "acked")
+    __slots__ = ("queue", "raw", "working", "acked", "recovered")
 
-    def __init__(self, queue: str, raw: bytes, working: str) -> None:
+    def __init__(self, queue: str, raw: bytes, working: str, recovered: bool = False) -> None:
         self.queue = queue
         self.raw = raw
         self.working = working
         #: Set once the job has left the working list another way (retry or dead write).
         self.acked = False
+        #: The job was pushed back after a process died holding it (`djqueue.worker.recovery`).
+        self.recovered = recovered
 
     def __repr__(self) -> str:
         return f"<Unit {self.queue} {self.raw[:60]!r}>"
@@ -75,14 +80,33 @@ class Fetcher:
         to the front of their queues, then take up to ``count`` jobs in this fetch's order."""
         if not (count or acks or back):
             return []
+        known = self.lists.broken
         taken = self.lists.take(count, None if self.strict else self.order(), acks, back)
+        if self.lists.broken != known:
+            self._report(known, self.lists.broken)
         working = self.working
-        return [Unit(name, raw, working[name]) for name, raw in taken]
+        return [Unit(name, raw, working[name], recovered) for name, raw, recovered in taken]
+
+    def _report(self, before: set[str], now: set[str]) -> None:
+        """One line when a queue's key turns out not to be a list, one when it is again."""
+        for name in sorted(now - before):
+            logger.error(
+                "queue %s skipped: its key %s is not a list; the other queues are served "
+                "(delete or fix the key)",
+                name,
+                self.lists.queue_keys[name],
+            )
+        for name in sorted(before - now):
+            logger.info("queue %s is a list again; serving it", name)
 
     def block(self) -> Unit | None:
         """Wait up to ``block_timeout`` for a job on the queue fewest idle processors watch."""
+        usable = [name for name in self.order() if name not in self.lists.broken]
+        if not usable:
+            time.sleep(self.block_timeout)
+            return None
         with self._lock:
-            name = min(self.order(), key=self._blockers.__getitem__)
+            name = min(usable, key=self._blockers.__getitem__)
             self._blockers[name] += 1
             # With more queues than idle processors some queue has no watcher: look around
             # more often, so a job there waits well under the full block timeout.
@@ -90,6 +114,13 @@ class Fetcher:
         timeout = min(self.block_timeout, 0.5) if uncovered else self.block_timeout
         try:
             raw = self.lists.block_take(name, timeout)
+        except redis.exceptions.ResponseError as exc:
+            if not str(exc).startswith("WRONGTYPE"):
+                raise
+            known = set(self.lists.broken)
+            self.lists.broken = known | {name}
+            self._report(known, self.lists.broken)
+            return None
         finally:
             with self._lock:
                 self._blockers[name] -= 1

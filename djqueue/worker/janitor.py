@@ -111,7 +111,7 @@ class Janitor:
         for ident, beat in zip(others, self.processes.heartbeats(others), strict=True):
             if beat is not None and not self._gone(ident) and not self._silent(beat, now):
                 continue
-            moved = requeue_process(self.redis, self.keys, ident, index[ident])
+            moved = requeue_process(self.redis, self.keys, ident, index[ident], crashed=True)
             if moved:
                 logger.warning("pushed back %d job(s) left by dead process %s", moved, ident)
             total += moved

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import registry, retry, signals
 from ..config import Settings
+from ..errors import ProcessDied
 from ..payload import dumps, loads
 from ..store import JobStore
 from .backoff import keep_trying
@@ -108,6 +109,21 @@ class JobRetry:
         )
         if signals.job_dead.receivers:
             signals.job_dead.send(payload["class"], payload=payload, exception=exc)
+
+    def died(self, unit: Unit, payload: dict[str, Any], deaths: int) -> None:
+        """A poison job: its process died while running it ``deaths`` times. To the dead set
+        with `djqueue.errors.ProcessDied`, whatever its retries, so it is not run again."""
+        error = ProcessDied(
+            f"the worker process died while running this job, {deaths} times (os._exit, a "
+            f"crash in a C extension, the OOM killer?); it was not run again"
+        )
+        now = time.time()
+        retry.record_failure(payload, error, unit.queue, now)
+        member = dumps(payload)
+        self._write(lambda: self.jobs.bury([(unit.raw, member)], now, unit.working, "list"))
+        unit.acked = True
+        if signals.job_dead.receivers:
+            signals.job_dead.send(payload.get("class"), payload=payload, exception=error)
 
     def bury_malformed(self, unit: Unit, error: Exception) -> None:
         """A payload that is not a job: to the dead set (`djqueue.retry.malformed_entry`),

@@ -22,6 +22,7 @@ from .job_logger import JobLogger, JobSignals
 from .job_retry import JobRetry
 from .log import logger
 from .processor import Processor, compose
+from .recovery import RecoveryGuard
 from .stats import Stats
 
 
@@ -42,8 +43,9 @@ class Manager:
         #: Set when shutdown has pushed unfinished jobs back: stop retrying Redis writes.
         self.hard_stop = threading.Event()
         self.retry = JobRetry(jobs, fetcher, settings, self.hard_stop)
+        recovery = RecoveryGuard(fetcher.lists, self.retry, stats, self.hard_stop)
         # Outermost first: the retry decision sees what the others already reported.
-        self.handler = compose([self.retry, JobLogger(), JobSignals(), stats])
+        self.handler = compose([recovery, self.retry, JobLogger(), JobSignals(), stats])
         self.processors: set[Processor] = set()
         self._lock = threading.Lock()
         self._count = 0

@@ -49,6 +49,8 @@ class Poller:
         self.slot = slot
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self.run, name="djqueue-poller", daemon=True)
+        #: Due jobs could not move at the last look (reported once, until they can).
+        self._stuck = False
 
     def start(self) -> None:
         self.thread.start()
@@ -87,7 +89,8 @@ class Poller:
         return wake
 
     def enqueue_due(self) -> float | None:
-        """Move every due job; return the earliest time still waiting (None if nothing)."""
+        """Move every due job; return the earliest time still waiting (None if nothing, or if
+        due jobs are stuck: then the next look is at this process's next slot)."""
         sets = (self.keys.retry, self.keys.schedule)
         while True:
             now = time.time()
@@ -96,14 +99,26 @@ class Poller:
             if not due:
                 waiting = [head for head in heads if head is not None]
                 return min(waiting) if waiting else None
-            for key in due:
-                self._drain(key, now)
+            stuck = sum(self._drain(key, now) for key in due)
+            if stuck:
+                if not self._stuck:
+                    logger.error(
+                        "%d due job(s) cannot move to their queue: its key is not a list "
+                        "(delete or fix it); the other jobs are served",
+                        stuck,
+                    )
+                self._stuck = True
+                return None
+            self._stuck = False
 
-    def _drain(self, key: str, now: float) -> None:
+    def _drain(self, key: str, now: float) -> int:
+        """Move the due members of ``key``; returns how many could not move (a queue key that
+        is not a list), which are stepped over."""
+        stuck = 0
         while not self.stop_event.is_set():
-            members = self.store.due(key, now, BATCH)
+            members = self.store.due(key, now, BATCH, skip=stuck)
             if not members:
-                return
+                break
             moves: list[tuple[bytes, str, str]] = []
             malformed: list[tuple[bytes, bytes | str]] = []
             for member in members:
@@ -116,16 +131,16 @@ class Poller:
                         exc,
                         member[:200],
                     )
-                    malformed.append(
-                        (member, malformed_entry(member, self.default_queue, str(exc), now))
-                    )
+                    entry = malformed_entry(member, self.default_queue, str(exc), now)
+                    malformed.append((member, entry))
                     continue
                 payload["enqueued_at"] = now
                 queue = payload.get("queue")
                 if not isinstance(queue, str) or not queue:
                     queue = payload["queue"] = self.default_queue
                 moves.append((member, queue, dumps(payload)))
-            self.store.move_to_queue(key, moves)
+            stuck += self.store.move_to_queue(key, moves).stuck
             self.store.bury(malformed, now, source=key, kind="zset")
             if len(members) < BATCH:
-                return
+                break
+        return stuck

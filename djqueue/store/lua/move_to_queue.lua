@@ -3,19 +3,30 @@
 --
 -- KEYS[1] = the sorted set, KEYS[2] = the queues set, KEYS[2 + n] = the queue of entry n.
 -- ARGV = for each entry n: the member as stored, the queue's name, the job JSON to push.
--- Returns how many entries were moved.
+-- Returns {how many entries were moved, how many stayed because their queue key is not a list}.
 --
 -- ZREM decides: an entry that is no longer in the set (another caller moved it first) is not
 -- pushed, so two pollers, two admins, or an admin and the poller never push one job twice,
 -- and no crash can lose a job between the removal and the push.
 
-local moved = 0
+local function is_list(key)
+  local kind = redis.call('TYPE', key)['ok']
+  return kind == 'list' or kind == 'none'
+end
+
+local moved, stuck = 0, 0
 for n = 1, #ARGV / 3 do
   local member, queue, job = ARGV[3 * n - 2], ARGV[3 * n - 1], ARGV[3 * n]
-  if redis.call('ZREM', KEYS[1], member) == 1 then
+  -- A queue key that is not a list keeps its entry in the set (Lua would not roll back a
+  -- removal whose push failed).
+  if not is_list(KEYS[2 + n]) then
+    if redis.call('ZSCORE', KEYS[1], member) then
+      stuck = stuck + 1
+    end
+  elseif redis.call('ZREM', KEYS[1], member) == 1 then
     redis.call('SADD', KEYS[2], queue)
     redis.call('LPUSH', KEYS[2 + n], job)
     moved = moved + 1
   end
 end
-return moved
+return {moved, stuck}

@@ -1,29 +1,47 @@
--- Push working lists back to the front of their queues, oldest job first in line.
+-- Push a process's working lists back to the front of their queues, oldest job first in line.
 --
 -- KEYS[1] = the working-lists index hash, KEYS[2] = the queues set,
 -- then pairs (working list, queue:NAME).
--- ARGV[1] = the index field to delete when done ('' to keep it), then one queue NAME per pair.
+-- ARGV[1] = the index field to delete when done ('' to keep it).
+-- ARGV[2] = the prefix of the recovery keys ('' when the process stopped cleanly: nothing to
+-- count), ARGV[3] = their lifetime in seconds; then one queue NAME per pair.
 -- Returns the number of jobs pushed back.
 --
 -- A working list holds the newest job on the left; taking from the left and pushing on the
 -- right (RPUSH, the end workers take from) leaves the oldest job at the very front.
+-- After a crash, each job pushed back gets a recovery key PREFIX..JID (value 0, kept if it is
+-- there already): the worker that takes the job again counts its starts in it, so a job that
+-- kills every process running it ends in the dead set instead of looping forever.
+-- A queue key that is not a list is skipped (its jobs stay in the working list, and so does
+-- the index entry, for a later sweep): Lua does not roll back an error halfway.
 
-local moved = 0
+local moved, left = 0, 0
 for i = 3, #KEYS, 2 do
-  local here = 0
-  while true do
-    local job = redis.call('LMOVE', KEYS[i], KEYS[i + 1], 'LEFT', 'RIGHT')
-    if not job then
-      break
+  local kind = redis.call('TYPE', KEYS[i + 1])['ok']
+  if kind ~= 'list' and kind ~= 'none' then
+    left = left + redis.call('LLEN', KEYS[i])
+  else
+    local here = 0
+    while true do
+      local job = redis.call('LMOVE', KEYS[i], KEYS[i + 1], 'LEFT', 'RIGHT')
+      if not job then
+        break
+      end
+      if ARGV[2] ~= '' then
+        local jid = string.match(job, '"jid"%s*:%s*"([^"]+)"')
+        if jid then
+          redis.call('SET', ARGV[2] .. jid, 0, 'NX', 'EX', ARGV[3])
+        end
+      end
+      here = here + 1
     end
-    here = here + 1
+    if here > 0 then
+      redis.call('SADD', KEYS[2], ARGV[(i - 1) / 2 + 3])
+    end
+    moved = moved + here
   end
-  if here > 0 then
-    redis.call('SADD', KEYS[2], ARGV[(i - 1) / 2 + 1])
-  end
-  moved = moved + here
 end
-if ARGV[1] ~= '' then
+if ARGV[1] ~= '' and left == 0 then
   redis.call('HDEL', KEYS[1], ARGV[1])
 end
 return moved

@@ -6,46 +6,78 @@
 -- ARGV[1] = how many jobs to take (0: none).
 -- ARGV[2] = the pair numbers in the order to try them, separated by spaces.
 -- ARGV[3] = how many acknowledgements follow (A).
+-- ARGV[4] = the prefix of recovery keys (see requeue_process.lua).
 -- Then A pairs (pair number, job JSON): finished jobs, removed from their working list.
 -- Then pairs (pair number, job JSON): unstarted jobs, moved from the working list back to the
 -- front of their queue (only if still there, so never twice), newest first.
--- Returns {how many jobs were pushed back, then pair number, job JSON, ... for each job taken}.
+-- Returns {how many jobs were pushed back, the pair numbers of queues skipped because their key
+-- is not a list (space-separated, usually ''), the positions (1-based) among the jobs taken of
+-- those with a recovery key (space-separated, usually ''), then pair number, job JSON, ... per
+-- job taken}.
 --
 -- A job moves from its queue to the working list atomically (LMOVE), so it is recorded as taken
 -- by this process until acknowledged: a crash leaves it there, to be pushed back. A batch
 -- empties the first non-empty queue of the order before it moves on to the next one.
+-- A queue key of another type (a string where a list belongs) is checked before any write that
+-- touches it and skipped, so one broken key cannot stop the healthy queues (Lua does not roll
+-- back: an error after some moves would leave them done while the caller sees a failure).
 
-local first_back = 4 + 2 * tonumber(ARGV[3])
-for i = 4, first_back - 1, 2 do
+local skipped = {}
+local function usable(pair)
+  if skipped[pair] == nil then
+    local kind = redis.call('TYPE', KEYS[2 * pair - 1])['ok']
+    skipped[pair] = kind ~= 'list' and kind ~= 'none'
+  end
+  return not skipped[pair]
+end
+
+local first_back = 5 + 2 * tonumber(ARGV[3])
+for i = 5, first_back - 1, 2 do
   redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1])
 end
 local pushed = 0
 for i = first_back, #ARGV, 2 do
-  local pair = 2 * tonumber(ARGV[i])
-  if redis.call('LREM', KEYS[pair], 1, ARGV[i + 1]) == 1 then
-    redis.call('RPUSH', KEYS[pair - 1], ARGV[i + 1])
+  local pair = tonumber(ARGV[i])
+  if usable(pair) and redis.call('LREM', KEYS[2 * pair], 1, ARGV[i + 1]) == 1 then
+    redis.call('RPUSH', KEYS[2 * pair - 1], ARGV[i + 1])
     pushed = pushed + 1
   end
 end
 
 local wanted = tonumber(ARGV[1])
-local taken = {pushed}
+local taken = {pushed, '', ''}
+local recovered = {}
 if wanted > 0 then
   local count = 0
-  for pair in string.gmatch(ARGV[2], '%d+') do
-    local queue, working = KEYS[2 * pair - 1], KEYS[2 * pair]
-    while count < wanted do
-      local job = redis.call('LMOVE', queue, working, 'RIGHT', 'LEFT')
-      if not job then
+  for pair_text in string.gmatch(ARGV[2], '%d+') do
+    local pair = tonumber(pair_text)
+    if usable(pair) then
+      local queue, working = KEYS[2 * pair - 1], KEYS[2 * pair]
+      while count < wanted do
+        local job = redis.call('LMOVE', queue, working, 'RIGHT', 'LEFT')
+        if not job then
+          break
+        end
+        count = count + 1
+        taken[2 * count + 2] = pair
+        taken[2 * count + 3] = job
+        local jid = string.match(job, '"jid"%s*:%s*"([^"]+)"')
+        if jid and redis.call('EXISTS', ARGV[4] .. jid) == 1 then
+          recovered[#recovered + 1] = tostring(count)
+        end
+      end
+      if count >= wanted then
         break
       end
-      count = count + 1
-      taken[2 * count] = tonumber(pair)
-      taken[2 * count + 1] = job
-    end
-    if count >= wanted then
-      break
     end
   end
 end
+local broken = {}
+for pair, skip in pairs(skipped) do
+  if skip then
+    broken[#broken + 1] = tostring(pair)
+  end
+end
+taken[2] = table.concat(broken, ' ')
+taken[3] = table.concat(recovered, ' ')
 return taken

@@ -1,0 +1,63 @@
+"""Poison jobs: a job that kills the process running it (``os._exit``, a segfault in a C
+extension, the kernel's OOM killer) must not kill every worker that takes it after.
+
+A job pushed back after a crash carries a recovery key (``requeue_process.lua`` sets it), and
+the fetch says so (`djqueue.worker.fetch.Unit.recovered`). Each start of such a job is counted
+in Redis before it runs, and the key is dropped once it has run to its end, failing or not.
+A job counted `DEATHS` times died with its process each time: it is buried in ``dead`` with
+`djqueue.errors.ProcessDied` instead of running again, as Sidekiq Pro's super_fetch does.
+
+Only jobs that really started are counted, so the jobs a crashed process had fetched but not
+started come back innocent. Recovered jobs run one at a time in a process, so a poison job
+takes no innocent recovered job down with it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..store import WorkingLists
+from .backoff import keep_trying
+from .fetch import Unit
+from .job_retry import JobRetry
+from .log import logger
+from .stats import Stats
+
+#: Deaths of its process a job may cause before it is buried.
+DEATHS = 3
+
+
+class RecoveryGuard:
+    """Processor step, outermost: counts the starts of recovered jobs, buries poison ones."""
+
+    def __init__(
+        self, lists: WorkingLists, retry: JobRetry, stats: Stats, stop: threading.Event
+    ) -> None:
+        self.lists = lists
+        self.retry = retry
+        self.stats = stats
+        self.stop = stop
+        self._one_at_a_time = threading.Lock()
+
+    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> Any:
+        jid = payload.get("jid")
+        if not unit.recovered or not isinstance(jid, str):
+            return inner(unit, payload)
+        with self._one_at_a_time:
+            starts = keep_trying(lambda: self.lists.count_start(jid), "counting a start", self.stop)
+            try:
+                if starts < DEATHS:
+                    return inner(unit, payload)
+                logger.error(
+                    "%s %s: its process died while running it %d times; moved to the dead set",
+                    payload.get("class"),
+                    jid,
+                    starts,
+                )
+                self.stats.count(failed=True)
+                self.retry.died(unit, payload, starts)
+                return None
+            finally:
+                keep_trying(lambda: self.lists.forget_start(jid), "ending a recovery", self.stop)
