@@ -6,11 +6,15 @@ the client, the runtime and the inspection API agree on what a valid job looks l
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
+import enum
 import json
 import math
 import re
 import secrets
 import time
+import uuid
 from typing import Any
 
 from .errors import MalformedJob
@@ -84,9 +88,12 @@ def check_json_args(args: Any, root: str = "args") -> None:
             if kind.__module__ == "builtins"
             else f"{kind.__module__}.{kind.__qualname__}"
         )
+        shown = repr(value)
+        if len(shown) > 60:
+            shown = shown[:59] + "…"
         raise TypeError(
-            f"job argument {path} has type {name} ({value!r:.60}), which is not JSON-native; "
-            f"djqueue jobs take {JSON_TYPES}"
+            f"job argument {path} has type {name} ({shown}), which is not JSON-native; "
+            f"{_hint(value)}djqueue jobs take {JSON_TYPES}"
         )
 
 
@@ -101,6 +108,26 @@ def check_json_options(item: dict[str, Any]) -> None:
         if key == "args" or key == "class":
             continue
         check_json_args({key: value}, root="option")
+
+
+def _hint(value: Any) -> str:
+    """What to pass instead, for the values people try most (ends with "; " when there is
+    one). Duck-typed: the core never imports a framework."""
+    if hasattr(value, "_meta") and hasattr(value, "pk"):
+        return "pass its primary key (e.g. user.pk) and load the row in the job; "
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return "pass value.isoformat() and parse it in the job; "
+    if isinstance(value, (set, frozenset, tuple)):
+        return "pass list(value); "
+    if isinstance(value, (decimal.Decimal, uuid.UUID)):
+        return "pass str(value); "
+    if isinstance(value, (bytes, bytearray)):
+        return "pass text (value.decode(), or base64 for binary data); "
+    if isinstance(value, enum.Enum):
+        return "pass value.value; "
+    if isinstance(value, float):
+        return "pass a finite number or None; "
+    return ""
 
 
 def _depth(value: Any) -> int:

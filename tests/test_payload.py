@@ -4,6 +4,7 @@ JSON-only rule: a bad argument is refused with its path and nothing reaches Redi
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import json
 import re
 import time
@@ -226,3 +227,27 @@ def test_loads_keeps_unknown_fields_and_refuses_non_jobs():
             loads(bad)
     with pytest.raises(ValueError):
         loads("{not json")
+
+
+@pytest.mark.parametrize(
+    ("value", "hint"),
+    [
+        (dt.datetime(2026, 1, 2, 3, 4), "pass value.isoformat()"),
+        ({1, 2}, "pass list(value)"),
+        (decimal.Decimal("1.5"), "pass str(value)"),
+        (b"raw", "pass text"),
+    ],
+)
+def test_a_refused_argument_says_what_to_pass_instead(r, value, hint):
+    with pytest.raises(TypeError) as info:
+        djqueue.Client().push({"class": "X", "args": [value]})
+    assert hint in str(info.value)
+
+
+def test_a_long_refused_value_is_cut_with_an_ellipsis(r):
+    class Wordy:
+        def __repr__(self) -> str:
+            return "<Wordy " + "word " * 30 + ">"
+
+    with pytest.raises(TypeError, match=r"\(<Wordy word word .{40,}…\)"):
+        djqueue.Client().push({"class": "X", "args": [Wordy()]})

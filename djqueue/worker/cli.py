@@ -29,8 +29,26 @@ from ..errors import ConfigurationError, DjQueueError
 _SETTING_OPTIONS = ("concurrency", "timeout", "redis_url", "namespace", "tag")
 
 
-def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the worker flags; every default is None ("not given"), so the settings decide."""
+def add_worker_arguments(
+    parser: argparse.ArgumentParser,
+    settings: Settings | None = None,
+    setting_name: Callable[[str], str] = lambda name: f"the setting {name!r}",
+) -> None:
+    """Add the worker flags; every default is None ("not given"), so the settings decide.
+
+    The help shows what applies when a flag is not given: the setting's name as the caller
+    spells it (Django: ``DJQUEUE['CONCURRENCY']``) and its value in ``settings`` (default:
+    the process-wide settings), not the library's defaults.
+    """
+    try:
+        now = settings or config.get_settings()
+    except ConfigurationError:  # a bad setting: --help still works, showing the defaults
+        now = Settings()
+
+    def default(name: str, value: Any) -> str:
+        return f"default: {setting_name(name)}, now {value}"
+
+    queues = " ".join(f"{n},{w}" if w else n for n, w in now.queues)
     parser.add_argument(
         "-r",
         "--require",
@@ -48,7 +66,7 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="a queue to work on, optionally with a weight; repeatable. Without weights the "
         "queues are tried in the order given (strict); with weights each fetch picks a "
-        "weighted random order. Default: the setting 'queues' (default)",
+        f"weighted random order ({default('queues', queues)})",
     )
     parser.add_argument(
         "-c",
@@ -56,7 +74,7 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="processor threads, jobs run at once (default: the setting, 10)",
+        help=f"processor threads, jobs run at once ({default('concurrency', now.concurrency)})",
     )
     parser.add_argument(
         "-t",
@@ -65,15 +83,15 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SECONDS",
         help="on TERM/INT, how long running jobs may take to finish before they are pushed "
-        "back to their queues (default: the setting, 25)",
+        f"back to their queues ({default('timeout', f'{now.timeout:g}')})",
     )
     parser.add_argument(
         "--redis-url",
         default=None,
         metavar="URL",
-        help="Redis to use, e.g. redis://host:6379/0 (default: the setting, DJQUEUE_REDIS_URL "
-        "or REDIS_URL). A password given here shows in ps: prefer the DJQUEUE_REDIS_URL "
-        "environment variable or --redis-url-file",
+        help=f"Redis to use, e.g. redis://host:6379/0 ({default('redis_url', now.safe_redis_url)}"
+        "; DJQUEUE_REDIS_URL or REDIS_URL in the environment). A password given here shows in "
+        "ps: prefer the environment or --redis-url-file",
     )
     parser.add_argument(
         "--redis-url-file",
@@ -83,7 +101,9 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         "password stays out of ps and shell history",
     )
     parser.add_argument(
-        "--namespace", default=None, help="prefix of every Redis key (default: none)"
+        "--namespace",
+        default=None,
+        help=f"prefix of every Redis key ({default('namespace', now.namespace or 'none')})",
     )
     parser.add_argument(
         "--tag",

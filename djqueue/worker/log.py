@@ -64,7 +64,13 @@ def escape(text: str) -> str:
 
 
 def bind_job(payload: dict[str, Any]) -> contextvars.Token[Any]:
-    fields = {"class": payload.get("class"), "jid": payload.get("jid")}
+    """The job context of the lines logged while ``payload`` runs. ``class`` is the name a
+    person knows the job by: ``display_class`` when the payload has one (a ``django.tasks``
+    task's path rather than its wrapper job's name), as Sidekiq's UIs show it."""
+    fields = {
+        "class": payload.get("display_class") or payload.get("class"),
+        "jid": payload.get("jid"),
+    }
     text = escape(f" class={fields['class']} jid={fields['jid']}")
     return job_context.set((text, fields))
 

@@ -76,7 +76,7 @@ DATABASES = {
 }
 
 # Only the Django app's own keys: the core settings come from the tests' private Redis.
-DJQUEUE = {"ENQUEUE_ON_COMMIT": True}
+DJQUEUE = {"ENQUEUE_ON_COMMIT": True, "QUEUES": ["default", "tasks"]}
 
 TASKS = {
     "default": {

@@ -60,8 +60,41 @@ print("ok")
     assert result.stdout.strip() == "ok"
 
 
-def djqueue_errors():
-    return [m for m in checks.run_checks(tags=["djqueue"]) if m.id.startswith("djqueue")]
+def test_the_tasks_backend_without_the_app_is_flagged(redis_url):
+    code = """
+import django
+from django.conf import settings
+# Django 6 registers the tasks check when django.tasks is imported (by any tasks module); the
+# backport on Django 5.2 when its app is ready.
+backport = ["django_tasks"] if django.VERSION < (6,) else []
+settings.configure(
+    INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", *backport],
+    DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+    TASKS={"default": {"BACKEND": "djqueue.contrib.django.tasks.DjQueueBackend"}},
+    DJQUEUE={"CONCURRENCY": 3},
+)
+django.setup()
+if not backport:
+    import django.tasks
+from django.core import checks
+print(" ".join(m.id for m in checks.run_checks()))
+"""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "DJQUEUE_REDIS_URL": redis_url}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "djqueue.W003" in result.stdout.split()
+
+
+def djqueue_errors(*wanted: str):
+    """djqueue's check messages; W002 (unlistened queues) only when asked for, since the jobs
+    other test modules register send to queues of their own."""
+    return [
+        m
+        for m in checks.run_checks(tags=["djqueue"])
+        if m.id.startswith("djqueue") and (m.id != "djqueue.W002" or m.id in wanted)
+    ]
 
 
 def test_checks_pass_with_good_settings():
@@ -76,6 +109,9 @@ def test_checks_pass_with_good_settings():
         ({"QUEUES": [("default", -1)]}, "'QUEUES'"),
         ({"REDIS_URL": "http://example.com"}, "'REDIS_URL'"),
         ({"ENQUEUE_ON_COMMIT": "yes"}, "'ENQUEUE_ON_COMMIT'"),
+        ({"concurrency": 5}, "'CONCURRENCY'"),  # lower case: "write 'CONCURRENCY'"
+        ({"CONCURRENCY": 5, "concurrency": 50}, "'CONCURRENCY'"),  # which one would win?
+        ({"CONTEXT_KEYS": "tenant"}, "'CONTEXT_KEYS'"),
     ],
 )
 def test_a_bad_setting_is_reported_by_name(value, name):
@@ -87,8 +123,27 @@ def test_a_bad_setting_is_reported_by_name(value, name):
         call_command("check")
 
 
+def test_lower_case_keys_are_named_with_their_upper_case_spelling():
+    with override_settings(DJQUEUE={"CONCURRENCY": 5, "concurrency": 50}):
+        (error,) = djqueue_errors()
+    assert "upper case" in error.msg and "'CONCURRENCY'" in error.msg
+
+
+def test_a_queue_no_worker_listens_to_is_flagged():
+    """The tasks backend sends to "tasks" and the default queue; a worker with these settings
+    listens to "default" only."""
+    with override_settings(DJQUEUE={"QUEUES": ["default"]}):
+        warnings = djqueue_errors("djqueue.W002")
+    (warning,) = [w for w in warnings if "queue 'tasks'" in w.msg]
+    assert warning.id == "djqueue.W002" and warning.level == checks.WARNING
+    assert "queue 'tasks' (TASKS['default'])" in warning.msg and "-q tasks" in warning.hint
+    with override_settings(DJQUEUE={"QUEUES": ["default", "tasks"]}):
+        assert not [w for w in djqueue_errors("djqueue.W002") if "queue 'tasks'" in w.msg]
+
+
 def test_an_unreachable_redis_is_a_warning():
-    with override_settings(DJQUEUE={"REDIS_URL": "redis://:secret@127.0.0.1:1/0"}):
+    url = "redis://:secret@127.0.0.1:1/0"
+    with override_settings(DJQUEUE={"REDIS_URL": url, "QUEUES": ["default", "tasks"]}):
         (warning,) = djqueue_errors()
     assert warning.id == "djqueue.W001" and warning.level == checks.WARNING
     assert "127.0.0.1:1" in warning.msg and "secret" not in warning.msg

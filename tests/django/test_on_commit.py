@@ -160,3 +160,9 @@ def test_test_case_semantics_with_capture_on_commit_callbacks(
     assert len(callbacks) == 1
     assert [j["jid"] for j in queued(r)] == [other]
     assert jid != other
+
+
+def test_a_model_instance_as_argument_gets_a_hint(r):
+    order = Order(name="not saved", pk=7)
+    with pytest.raises(TypeError, match=r"pass its primary key \(e.g. user.pk\)"):
+        mark_order.perform_later(order)

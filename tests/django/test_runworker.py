@@ -111,3 +111,15 @@ def test_django_tasks_run_in_runworker(r, worker):
     assert Order.objects.get(pk=report["order_id"]).seen_by_job is True
     assert wait_for(r, "async-task", log=worker) == [{"kind": "async-task", "text": "QUIET"}]
     assert len(result.id) == 24
+    # The log names the task, not the wrapper job that runs it.
+    assert f"class=tests.django.testapp.tasks.add_order jid={result.id} INFO: start" in (
+        worker.read_text()
+    )
+
+
+def test_runworker_help_shows_the_projects_values_and_setting_names():
+    from djqueue.contrib.django.management.commands.runworker import Command
+
+    text = " ".join(Command().create_parser("manage.py", "runworker").format_help().split())
+    assert "DJQUEUE['CONCURRENCY'], now 10" in text
+    assert "DJQUEUE['QUEUES'], now default tasks" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.core import checks
 
 from djqueue.config import Settings
@@ -27,7 +28,45 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                 id="djqueue.E001",
             )
         ]
-    return _check_redis(settings)
+    return _check_queues(settings) + _check_redis(settings)
+
+
+def used_queues() -> dict[str, str]:
+    """Queue name -> what sends jobs there: the registered jobs' ``queue`` option, the
+    ``django.tasks`` queues of djqueue backends, and the default queue."""
+    from djqueue import get_settings, registry
+
+    from .apps import BACKEND_PATH
+
+    used = {get_settings().default_queue: "the default queue"}
+    for name in registry.names():
+        queue = getattr(registry.get(name), "job_options", {}).get("queue")
+        if isinstance(queue, str):
+            used.setdefault(queue, f"job {name}")
+    tasks: Any = getattr(django_settings, "TASKS", {}) or {}
+    for alias, spec in tasks.items():
+        if isinstance(spec, dict) and spec.get("BACKEND") == BACKEND_PATH:
+            for queue in spec.get("QUEUES") or ["default"]:
+                used.setdefault(queue, f"TASKS[{alias!r}]")
+    return used
+
+
+def _check_queues(settings: Settings) -> list[checks.CheckMessage]:
+    """A queue jobs go to that no worker started with these settings listens to: its jobs would
+    wait for ever, silently."""
+    listened = {name for name, _ in settings.queues}
+    return [
+        checks.Warning(
+            f"queue {queue!r} ({source}) is not in DJQUEUE['QUEUES'] {sorted(listened)}: "
+            f"a worker started with these settings never runs its jobs",
+            hint=f"Add it to DJQUEUE['QUEUES'], or start a worker with -q {queue} (then "
+            f"silence this with SILENCED_SYSTEM_CHECKS = ['djqueue.W002']).",
+            obj="settings.DJQUEUE",
+            id="djqueue.W002",
+        )
+        for queue, source in sorted(used_queues().items())
+        if queue not in listened
+    ]
 
 
 def _check_redis(settings: Settings) -> list[checks.CheckMessage]:

@@ -41,9 +41,14 @@ def raw() -> dict[str, Any]:
 def validate(values: dict[str, Any]) -> Settings:
     """Build the core settings from ``values``; `ConfigurationError` names the bad key."""
     for key in values:
-        if key.upper() not in CORE_KEYS and key not in APP_DEFAULTS:
+        if not isinstance(key, str) or (key not in CORE_KEYS and key not in APP_DEFAULTS):
+            if isinstance(key, str) and key.upper() in CORE_KEYS | set(APP_DEFAULTS):
+                raise ConfigurationError(
+                    key,
+                    f"DJQUEUE keys are upper case, as Django's settings are: write {key.upper()!r}",
+                )
             known = ", ".join(sorted(CORE_KEYS | set(APP_DEFAULTS)))
-            raise ConfigurationError(key, f"unknown DJQUEUE setting (known: {known})")
+            raise ConfigurationError(str(key), f"unknown DJQUEUE setting (known: {known})")
     if not isinstance(values.get("ENQUEUE_ON_COMMIT", True), bool):
         raise ConfigurationError("ENQUEUE_ON_COMMIT", "must be True or False")
     header = values.get("REQUEST_ID_HEADER", "X-Request-ID")

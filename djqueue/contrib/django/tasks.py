@@ -97,6 +97,24 @@ class DjQueueBackend(BaseTaskBackend):
         super().validate_task(task)
         register_task(task)
 
+    def check(self, **kwargs: Any) -> list[Any]:
+        """Without the app, DJQUEUE is never read (the backend would push to the default
+        Redis) and no worker command exists: say so."""
+        from django.apps import apps
+        from django.core import checks
+
+        if apps.is_installed("djqueue.contrib.django"):
+            return []
+        return [
+            checks.Warning(
+                "the djqueue tasks backend is configured but the djqueue app is not installed: "
+                "DJQUEUE is not read, jobs go to the default Redis, and there is no runworker",
+                hint="Add 'djqueue' to INSTALLED_APPS.",
+                obj="settings.TASKS",
+                id="djqueue.W003",
+            )
+        ]
+
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
         self.validate_task(task)
         result = _result(task, new_jid(), self.alias, list(args), dict(kwargs))

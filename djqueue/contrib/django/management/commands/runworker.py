@@ -38,7 +38,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from djqueue.worker.cli import add_worker_arguments
 
-        add_worker_arguments(cast(argparse.ArgumentParser, _SkipTaken(parser)))
+        add_worker_arguments(
+            cast(argparse.ArgumentParser, _SkipTaken(parser)),
+            setting_name=lambda name: f"DJQUEUE[{name.upper()!r}]",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         from djqueue.worker.cli import run_worker
