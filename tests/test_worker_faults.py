@@ -8,9 +8,12 @@ import signal
 import stat
 
 import pytest
+import redis
+
+import djqueue
 
 from . import jobs_for_worker as jobs
-from .redis_server import free_port
+from .redis_server import RedisServer, free_port
 from .worker_support import wait_for
 
 pytestmark = pytest.mark.slow
@@ -119,3 +122,39 @@ def test_a_job_that_kills_its_process_ends_in_dead_and_the_jobs_behind_it_run(
 
 def ran(record) -> list[str]:
     return record.read_text().split() if record.exists() else []
+
+
+def test_a_worker_drains_a_redis_that_is_out_of_memory(spawn, tmp_path):
+    """With maxmemory reached (noeviction), Redis refuses writes; the scripts that only move
+    jobs (take and acknowledge, push back, heartbeat) may still run, so a worker starts and
+    drains the queue that frees the memory."""
+    server = RedisServer().start()
+    try:
+        r = server.client(decode_responses=True)
+        used = int(r.info("memory")["used_memory"])
+        r.config_set("maxmemory-policy", "noeviction")
+        r.config_set("maxmemory", used + 400_000)
+        djqueue.configure(redis_url=server.url)
+        jids = []
+        with pytest.raises(redis.exceptions.ResponseError, match="maxmemory"):
+            while True:
+                jids += jobs.mark.perform_bulk([[n] for n in range(len(jids), len(jids) + 200)])
+        assert len(jids) > 500
+        # Well below what is used now: nothing but the jobs' going frees enough.
+        r.config_set("maxmemory", int(r.info("memory")["used_memory"]) - 150_000)
+        with pytest.raises(redis.exceptions.ResponseError, match="maxmemory"):
+            r.set("more", "x")
+        record = tmp_path / "ran.txt"
+        worker = spawn(server.url, record=record)
+        wait_for(lambda: set(ran(record)) >= set(jids), timeout=60, what="every job run")
+        wait_for(
+            lambda: (
+                r.llen("queue:default") == 0 and not any(r.llen(k) for k in r.keys("working:*"))
+            ),
+            what="every job acknowledged",
+        )
+        worker.send(signal.SIGTERM)
+        assert worker.wait(15) == 0
+        r.close()
+    finally:
+        server.close()

@@ -16,6 +16,7 @@ from typing import Any
 import redis
 
 from .keys import DAILY_STATS_TTL, PROCESS_CLEANUP_TTL, PROCESS_TTL, SIGNAL_TTL, Keys
+from .scripts import BEAT
 
 #: The signals a process obeys: quiet, stop, dump its threads' stacks.
 SIGNALS = ("TSTP", "TERM", "TTIN")
@@ -37,30 +38,32 @@ class ProcessStore:
         processed: int = 0,
         failed: int = 0,
     ) -> tuple[str | None, list[str]]:
-        """One heartbeat, in one MULTI: flush the counts, rewrite the busy work (thread id ->
-        JSON), refresh the identity hash with ``fields`` and its expiry, record the working
-        lists' queue names (JSON), and pop one remote signal.
+        """One heartbeat, in one script (``beat.lua``, allowed to run when Redis is out of
+        memory): flush the counts, rewrite the busy work (thread id -> JSON), refresh the
+        identity hash with ``fields`` and its expiry, record the working lists' queue names
+        (JSON), and pop one remote signal.
 
         Returns (the signal popped or None, the identities in ``working_lists``: the djqueue
         processes of the cluster, which the poller takes turns with)."""
         k = self.keys
-        busy: Any = dict(work)
-        hash_fields: Any = dict(fields)
-        pipe = self.redis.pipeline(transaction=True)
-        self._add_counts(pipe, processed, failed)
-        for key in (k.work(identity), k.workers(identity)):
-            pipe.unlink(key)
-            if work:
-                pipe.hset(key, mapping=busy)
-                pipe.expire(key, PROCESS_TTL)
-        pipe.sadd(k.processes, identity)
-        pipe.hset(k.process(identity), mapping=hash_fields)
-        pipe.expire(k.process(identity), PROCESS_TTL)
-        pipe.hset(k.working_lists, identity, queue_names)
-        pipe.rpop(k.signals(identity))
-        pipe.hkeys(k.working_lists)
-        replies = pipe.execute()
-        signal, peers = replies[-2], replies[-1]
+        day = time.strftime("%Y-%m-%d", time.gmtime())
+        keys = [
+            k.processed,
+            k.failed,
+            k.daily("processed", day),
+            k.daily("failed", day),
+            k.work(identity),
+            k.workers(identity),
+            k.processes,
+            k.process(identity),
+            k.working_lists,
+            k.signals(identity),
+        ]
+        args: list[Any] = [processed, failed, DAILY_STATS_TTL, PROCESS_TTL, identity]
+        args += (queue_names, len(fields))
+        for pair in (*fields.items(), *work.items()):
+            args += pair
+        signal, peers = BEAT(self.redis, keys, args)
         return _text(signal) if signal else None, [_text(p) for p in peers]
 
     def clear(

@@ -31,11 +31,24 @@ class Script:
         try:
             return client.evalsha(self.sha, len(keys), *keys, *args)
         except redis.exceptions.NoScriptError:
-            client.script_load(self.source)
+            self._load(client)
             return client.evalsha(self.sha, len(keys), *keys, *args)
 
     def ensure_loaded(self, client: redis.Redis) -> None:
         if not client.script_exists(self.sha)[0]:
+            self._load(client)
+
+    def _load(self, client: Any) -> None:
+        """SCRIPT LOAD. A Redis before 7.0 reads no ``#!lua flags=...`` line (the flags let a
+        script that only moves jobs run when Redis is out of memory): there the script is
+        loaded without it, once and for all in this process."""
+        try:
+            client.script_load(self.source)
+        except redis.exceptions.ResponseError:
+            if not self.source.startswith("#!"):
+                raise
+            self.source = self.source.split("\n", 1)[1]
+            self.sha = hashlib.sha1(self.source.encode()).hexdigest()
             client.script_load(self.source)
 
 
@@ -47,3 +60,4 @@ MOVE_TO_QUEUE = Script("move_to_queue")
 RETRY_LATER = Script("retry_later")
 BURY = Script("bury")
 FIND_JID = Script("find_jid")
+BEAT = Script("beat")

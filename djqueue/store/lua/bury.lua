@@ -1,3 +1,4 @@
+#!lua
 -- Bury jobs in the dead set, then trim it: the one way anything reaches `dead`.
 --
 -- KEYS[1] = the dead set, KEYS[2] = where the jobs are now (unused when ARGV[1] is 'none').

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- Find the entries of a list or a sorted set that mention a jid, scanning inside Redis, so that
 -- find-by-jid does not copy a queue to the caller. One call scans at most ARGV[5] entries from
 -- index ARGV[4], which bounds how long Redis is busy; the caller repeats from the returned

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Move entries of a sorted set (schedule, retry, dead) to their queues: the poller moving due
 -- jobs, and "retry now" / "add to queue" from the API and the admin pages.
 --

@@ -1,3 +1,4 @@
+#!lua
 -- Write a batch of jobs atomically: due jobs to their queues (recording each queue's name in
 -- the queues set), future jobs to the schedule. One call per batch, whatever the mix.
 --

@@ -1,3 +1,4 @@
+#!lua
 -- Push one job to one queue: push.lua's commonest case, with less to parse on the hot path.
 -- KEYS[1] = the queues set, KEYS[2] = queue:NAME; ARGV[1] = NAME, ARGV[2] = the job JSON.
 -- LPUSH goes first: if the queue key holds something else it fails before any write. The

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Push a process's working lists back to the front of their queues, oldest job first in line.
 --
 -- KEYS[1] = the working-lists index hash, KEYS[2] = the queues set,

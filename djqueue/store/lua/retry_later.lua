@@ -1,3 +1,4 @@
+#!lua
 -- A failed job to the retry set, out of the working list that held it, in one step.
 --
 -- KEYS[1] = the retry set, KEYS[2] = the working list.

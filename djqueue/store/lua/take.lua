@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Acknowledge finished jobs, push back unstarted ones, and take up to N jobs, in one round trip:
 -- the worker's hot path. With N = 0 and one job to push back it requeues a single job.
 --
