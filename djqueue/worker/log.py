@@ -25,6 +25,8 @@ import threading
 import time
 from typing import Any
 
+from ..context import request_id
+
 logger = logging.getLogger("djqueue.worker")
 
 #: ``(text, fields)`` of the job running in this thread: "class=... jid=..." and its dict.
@@ -79,6 +81,13 @@ def bind_job(payload: dict[str, Any]) -> contextvars.Token[Any]:
 PAUSE = 0.005
 
 
+def _request_id(record: logging.LogRecord) -> str | None:
+    """The id of the web request behind the job (or request) that logged ``record``."""
+    if hasattr(record, "djqueue_request_id"):
+        return record.djqueue_request_id
+    return request_id()
+
+
 def _context(record: logging.LogRecord) -> tuple[str, dict[str, Any]] | None:
     """The job context of the thread that logged ``record`` (kept on the record when it is
     formatted on another thread)."""
@@ -100,6 +109,8 @@ class BackgroundHandler(logging.Handler):
     def __init__(self, target: logging.StreamHandler[Any]) -> None:
         super().__init__()
         self.target = target
+        #: Console handlers `setup` took off their loggers, for `teardown` to put back.
+        self.set_aside: list[tuple[logging.Logger, logging.Handler]] = []
         self.queue: queue.SimpleQueue[logging.LogRecord | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._write, name="djqueue-log", daemon=True)
         self.thread.start()
@@ -109,6 +120,7 @@ class BackgroundHandler(logging.Handler):
         if self.filters and not self.filter(record):
             return False
         record.djqueue_context = job_context.get()
+        record.djqueue_request_id = request_id()
         if record.args:
             record.msg = record.getMessage()
             record.args = None
@@ -185,9 +197,11 @@ class TextFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         context = _context(record)
+        rid = _request_id(record)
         line = (
             f"{self.clock(record.created)} pid={record.process} tid={tid(record.thread)}"
-            f"{context[0] if context else ''} {record.levelname}: {escape(record.getMessage())}"
+            f"{context[0] if context else ''}{f' request_id={escape(rid)}' if rid else ''} "
+            f"{record.levelname}: {escape(record.getMessage())}"
         )
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
@@ -211,6 +225,9 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
         }
         ctx = dict(context[1]) if context else {}
+        rid = _request_id(record)
+        if rid:
+            ctx["request_id"] = rid
         elapsed = getattr(record, "elapsed", None)
         if elapsed is not None:
             ctx["elapsed"] = round(elapsed, 3)
@@ -234,12 +251,16 @@ class PrivateFileHandler(logging.handlers.WatchedFileHandler):
 def setup(
     verbose: bool = False, logfile: str | None = None, json_logs: bool = False
 ) -> logging.Handler:
-    """Send djqueue's log (and the root logger's, when nothing else handles it) to stderr or
-    ``logfile``.
+    """Send every log line of the worker process through one handler and one format, to
+    stderr or ``logfile``.
 
-    The root logger is only given the handler when it has none, so a framework that has set up
-    logging (Django's ``LOGGING``) keeps it, while a bare worker still shows what jobs log.
-    A log file is reopened when rotated away (``WatchedFileHandler``).
+    The handler goes on the root logger, so djqueue's lines, the jobs' and the framework's come
+    out once each, in one format (a line carries the job's class and jid, and the request id
+    of the web request behind it). Handlers the process had that write to stderr or stdout
+    (Django's ``console`` when ``DEBUG`` is on, a ``basicConfig``) are set aside while the
+    worker runs, since they would print the same lines a second time in another format;
+    handlers that write elsewhere (files, mail, a log service) are kept. A log file is reopened
+    when rotated away (`PrivateFileHandler`).
     """
     target: logging.StreamHandler[Any]
     if logfile:
@@ -249,26 +270,50 @@ def setup(
     target.setFormatter(JsonFormatter() if json_logs else TextFormatter())
     handler = BackgroundHandler(target)
     level = logging.DEBUG if verbose else logging.INFO
-    base = logging.getLogger("djqueue")
-    for old in [h for h in base.handlers if getattr(h, "_djqueue_worker", False)]:
-        base.removeHandler(old)
-        old.close()
-    setattr(handler, "_djqueue_worker", True)  # noqa: B010 - marks handlers setup() added
-    base.addHandler(handler)
-    base.setLevel(level)
-    base.propagate = False
     root = logging.getLogger()
-    if not root.handlers:
-        root.addHandler(handler)
+    for old in [h for h in root.handlers if getattr(h, "_djqueue_worker", False)]:
+        teardown(old)
+    configured = bool(root.handlers)
+    handler.set_aside = _set_aside_console_handlers()
+    setattr(handler, "_djqueue_worker", True)  # noqa: B010 - marks handlers setup() added
+    root.addHandler(handler)
+    if not configured:
         root.setLevel(level)
+    base = logging.getLogger("djqueue")
+    base.setLevel(level)
+    base.propagate = True
     return handler
 
 
+def _set_aside_console_handlers() -> list[tuple[logging.Logger, logging.Handler]]:
+    """Remove the handlers that write to stderr or stdout, from every logger; returns them."""
+    consoles = {sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__}
+    loggers = [logging.getLogger()]
+    loggers += [
+        logger
+        for logger in logging.Logger.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger)
+    ]
+    removed: list[tuple[logging.Logger, logging.Handler]] = []
+    for logger in loggers:
+        for h in list(logger.handlers):
+            if (
+                type(h) is logging.StreamHandler
+                and getattr(h, "stream", None) in consoles
+                and not getattr(h, "_djqueue_worker", False)
+            ):
+                logger.removeHandler(h)
+                removed.append((logger, h))
+    return removed
+
+
 def teardown(handler: logging.Handler) -> None:
-    """Remove what `setup` added (tests and embedded runs start and stop several workers)."""
-    for name in ("djqueue", None):
-        log = logging.getLogger(name)
-        if handler in log.handlers:
-            log.removeHandler(handler)
-    logging.getLogger("djqueue").propagate = True
+    """Undo `setup` (tests and embedded runs start and stop several workers): remove the
+    handler, put back what it set aside, write what is queued."""
+    root = logging.getLogger()
+    if handler in root.handlers:
+        root.removeHandler(handler)
+    for logger, aside in getattr(handler, "set_aside", ()):
+        if aside not in logger.handlers:
+            logger.addHandler(aside)
     handler.close()

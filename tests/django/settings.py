@@ -9,7 +9,7 @@ import tempfile
 from urllib.parse import unquote, urlsplit
 
 SECRET_KEY = "tests-only"
-DEBUG = False
+DEBUG = os.environ.get("DJQUEUE_TEST_DEBUG") == "1"  # a runworker test turns it on
 USE_TZ = True
 TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en"

@@ -26,14 +26,18 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def worker(redis_url: str, tmp_path: Path) -> Iterator[Path]:
     """A runworker process; yields the path of its stderr log, stopped with TERM after."""
+    yield from runworker(redis_url, tmp_path / "worker.log")
+
+
+def runworker(redis_url: str, log: Path, **extra_env: str) -> Iterator[Path]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.django.settings",
         "DJQUEUE_REDIS_URL": redis_url,
         "DJQUEUE_TEST_DATABASE_NAME": str(connection.settings_dict["NAME"]),
         "PYTHONPATH": str(ROOT),
+        **extra_env,
     }
-    log = tmp_path / "worker.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [
@@ -97,10 +101,14 @@ def test_request_context_and_log_lines_in_the_worker(client, r, worker):
         "user_id": user.pk,
         "language": "de",
     }
+    # One handler, one format for every line of the worker, the app's own included: the
+    # line names the job and the request behind it.
     deadline = time.monotonic() + 10
-    while "[req-77] tests.django.testapp.jobs: reporting w" not in worker.read_text():
+    while "request_id=req-77 INFO: reporting w" not in worker.read_text():
         assert time.monotonic() < deadline, worker.read_text()
         time.sleep(0.05)
+    (line,) = [x for x in worker.read_text().splitlines() if "reporting w" in x]
+    assert "class=tests.django.testapp.jobs.report_context" in line
 
 
 def test_django_tasks_run_in_runworker(r, worker):
@@ -123,3 +131,23 @@ def test_runworker_help_shows_the_projects_values_and_setting_names():
     text = " ".join(Command().create_parser("manage.py", "runworker").format_help().split())
     assert "DJQUEUE['CONCURRENCY'], now 10" in text
     assert "DJQUEUE['QUEUES'], now default tasks" in text
+
+
+def test_with_debug_on_each_line_is_written_once_in_one_format(r, redis_url, tmp_path):
+    """Django's DEBUG console handler printed every django.tasks line a second time, in its
+    own format, beside djqueue's."""
+    log = tmp_path / "debug-worker.log"
+    process = runworker(redis_url, log, DJQUEUE_TEST_DEBUG="1")
+    next(process)
+    try:
+        result = add_order.enqueue("debug on")
+        wait_for(r, "task", log=log)
+        deadline = time.monotonic() + 10
+        while f"id={result.id}" not in log.read_text() or "SUCCESSFUL" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+    finally:
+        next(process, None)
+    lines = [x for x in log.read_text().splitlines() if f"Task id={result.id}" in x]
+    assert len(lines) == 2  # RUNNING, SUCCESSFUL: once each
+    assert all(" pid=" in x and f"jid={result.id}" in x for x in lines)
