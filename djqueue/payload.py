@@ -51,16 +51,26 @@ def to_seconds(value: Any) -> float | None:
     return None
 
 
+_QUEUE_NAME_BREAKERS = re.compile(r"[,\s]")
+#: Names already checked (an application uses a handful): a push checks its queue in one
+#: set lookup.
+_checked_queues: set[str] = set()
+
+
 def check_queue_name(name: Any) -> str:
     """A queue name: a non-empty string without commas or white space, since ``-q NAME,WEIGHT``
     and ``QUEUES = "a b"`` could never name it to a worker."""
+    if type(name) is str and name in _checked_queues:
+        return name
     if not isinstance(name, str) or not name:
         raise ValueError(f"queue must be a non-empty string, got {name!r}")
-    if "," in name or any(c.isspace() for c in name):
+    if _QUEUE_NAME_BREAKERS.search(name):
         raise ValueError(
             f"queue name {name!r} has a comma or white space; a worker could not be told to "
             f"work on it (-q NAME,WEIGHT)"
         )
+    if len(_checked_queues) < 1000:
+        _checked_queues.add(name)
     return name
 
 
