@@ -21,7 +21,7 @@ from .fetch import Fetcher
 from .job_logger import JobLogger, JobSignals
 from .job_retry import JobRetry
 from .log import logger
-from .processor import Processor, compose
+from .processor import Processor, Step, compose
 from .recovery import RecoveryGuard
 from .stats import Stats
 
@@ -43,9 +43,13 @@ class Manager:
         #: Set when shutdown has pushed unfinished jobs back: stop retrying Redis writes.
         self.hard_stop = threading.Event()
         self.retry = JobRetry(jobs, fetcher, settings, self.hard_stop)
-        recovery = RecoveryGuard(fetcher.lists, self.retry, stats, self.hard_stop)
         # Outermost first: the retry decision sees what the others already reported.
-        self.handler = compose([recovery, self.retry, JobLogger(), JobSignals(), stats])
+        steps: list[Step] = [self.retry, JobLogger(), JobSignals(), stats]
+        self.handler = compose(steps)
+        #: For jobs pushed back after a crash (`djqueue.worker.recovery`); the others skip
+        #: the extra step.
+        guard = RecoveryGuard(fetcher.lists, self.retry, stats, self.hard_stop)
+        self.recovered_handler = compose([guard, *steps])
         self.processors: set[Processor] = set()
         self._lock = threading.Lock()
         self._count = 0

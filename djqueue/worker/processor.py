@@ -104,7 +104,10 @@ class Processor:
             self.manager.stats.count(failed=True)
             self.manager.retry.bury_malformed(unit, exc)
             return
-        self.manager.handler(unit, payload)
+        if unit.recovered:
+            self.manager.recovered_handler(unit, payload)
+        else:
+            self.manager.handler(unit, payload)
 
     def leave(self) -> None:
         """Going quiet: acknowledge what finished and send unstarted jobs back to their queues,

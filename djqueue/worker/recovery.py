@@ -30,7 +30,8 @@ DEATHS = 3
 
 
 class RecoveryGuard:
-    """Processor step, outermost: counts the starts of recovered jobs, buries poison ones."""
+    """Processor step, outermost, for recovered jobs only (`Manager.recovered_handler`):
+    counts their starts and buries poison ones."""
 
     def __init__(
         self, lists: WorkingLists, retry: JobRetry, stats: Stats, stop: threading.Event
