@@ -15,7 +15,7 @@ PROCESS_TTL = 60
 SIGNAL_TTL = 60
 #: Daily counters (``stat:processed:YYYY-MM-DD``) live five years, as in Sidekiq.
 DAILY_STATS_TTL = 5 * 365 * 24 * 3600
-#: Seconds a recovery key (how often a job pushed back after a crash has started since) lives.
+#: Seconds the ``recoveries`` hash lives after the last crash recovery (or counted start).
 RECOVERY_TTL = 7 * 24 * 3600
 #: Seconds between two prunes of dead ``processes`` members across all readers and workers.
 #: Sidekiq 7 uses 60 s; djqueue prunes on every beat's schedule, so a dead process leaves the
@@ -45,8 +45,9 @@ class Keys:
         self.working_lists = p + "working_lists"
         #: Lock: one sweep for dead processes' working lists per beat across the cluster.
         self.working_sweep = p + "working_sweep"
-        #: ``recovery:JID``: a job pushed back after a crash; see `recovery`.
-        self.recovery_prefix = p + "recovery:"
+        #: Hash: jid of a job pushed back after a crash -> its starts counted since (poison
+        #: jobs, ``requeue_process.lua``); the key exists only while such jobs are about.
+        self.recoveries = p + "recoveries"
 
     def queue(self, name: str) -> str:
         return f"{self.prefix}queue:{name}"
@@ -54,10 +55,6 @@ class Keys:
     def working(self, identity: str, queue: str) -> str:
         """The list of jobs ``identity`` took from ``queue`` and has not acknowledged."""
         return f"{self.prefix}working:{identity}:{queue}"
-
-    def recovery(self, jid: str) -> str:
-        """The starts counted for a job pushed back after a crash (see ``requeue_process.lua``)."""
-        return f"{self.recovery_prefix}{jid}"
 
     def process(self, identity: str) -> str:
         return self.prefix + identity

@@ -85,7 +85,7 @@ class WorkingLists:
     ) -> tuple[int, list[tuple[str, bytes, bool]]]:
         pair = self._pair
         sequence = self._in_order if order is None else " ".join([pair[n] for n in order])
-        args: list[Any] = [count, sequence, len(acks), self.keys.recovery_prefix]
+        args: list[Any] = [count, sequence, len(acks), self.keys.recoveries]
         for job in acks:
             args += (pair[job.queue], job.raw)
         for job in back:
@@ -138,15 +138,14 @@ class WorkingLists:
     def count_start(self, jid: str) -> int:
         """Count one more start of a job pushed back after a crash; returns how many starts
         since (each before a death, but for this one)."""
-        key = self.keys.recovery(jid)
         pipe = self.redis.pipeline(transaction=True)
-        pipe.incr(key)
-        pipe.expire(key, RECOVERY_TTL)
+        pipe.hincrby(self.keys.recoveries, jid, 1)
+        pipe.expire(self.keys.recoveries, RECOVERY_TTL)
         return int(pipe.execute()[0])
 
     def forget_start(self, jid: str) -> None:
-        """The job ran to its end (success or failure): it is no longer a suspect."""
-        self.redis.delete(self.keys.recovery(jid))
+        """The job ran to its end (success or failure) or was buried: no longer a suspect."""
+        self.redis.hdel(self.keys.recoveries, jid)
 
     def requeue_all(self, drop_index: bool = True) -> int:
         """Push every job in these lists back to the front of its queue."""
@@ -170,12 +169,12 @@ def requeue_process(
 ) -> int:
     """Push back everything ``identity``'s working lists hold, oldest job first in line, and
     (unless ``drop_index`` is false) delete its ``working_lists`` entry; atomic, so never twice.
-    ``crashed``: the process died, so each job gets a recovery key and its next starts are
-    counted (`WorkingLists.count_start`). Returns how many jobs went back."""
+    ``crashed``: the process died, so each job is entered in ``recoveries`` and its next starts
+    are counted (`WorkingLists.count_start`). Returns how many jobs went back."""
     pairs: list[str] = []
     for name in names:
         pairs += (keys.working(identity, name), keys.queue(name))
-    mark = keys.recovery_prefix if crashed else ""
+    mark = keys.recoveries if crashed else ""
     args = [identity if drop_index else "", mark, RECOVERY_TTL, *names]
     return int(REQUEUE_PROCESS(redis_client, [keys.working_lists, keys.queues, *pairs], args))
 

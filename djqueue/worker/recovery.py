@@ -1,9 +1,9 @@
 """Poison jobs: a job that kills the process running it (``os._exit``, a segfault in a C
 extension, the kernel's OOM killer) must not kill every worker that takes it after.
 
-A job pushed back after a crash carries a recovery key (``requeue_process.lua`` sets it), and
-the fetch says so (`djqueue.worker.fetch.Unit.recovered`). Each start of such a job is counted
-in Redis before it runs, and the key is dropped once it has run to its end, failing or not.
+A job pushed back after a crash is entered in the ``recoveries`` hash (``requeue_process.lua``),
+and the fetch says so (`djqueue.worker.fetch.Unit.recovered`). Each start of such a job is counted
+in Redis before it runs, and its entry is dropped once it has run to its end, failing or not.
 A job counted `DEATHS` times died with its process each time: it is buried in ``dead`` with
 `djqueue.errors.ProcessDied` instead of running again, as Sidekiq Pro's super_fetch does.
 

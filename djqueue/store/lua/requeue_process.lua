@@ -4,14 +4,14 @@
 -- KEYS[1] = the working-lists index hash, KEYS[2] = the queues set,
 -- then pairs (working list, queue:NAME).
 -- ARGV[1] = the index field to delete when done ('' to keep it).
--- ARGV[2] = the prefix of the recovery keys ('' when the process stopped cleanly: nothing to
--- count), ARGV[3] = their lifetime in seconds; then one queue NAME per pair.
+-- ARGV[2] = the recoveries hash ('' when the process stopped cleanly: nothing to count),
+-- ARGV[3] = its lifetime in seconds; then one queue NAME per pair.
 -- Returns the number of jobs pushed back.
 --
 -- A working list holds the newest job on the left; taking from the left and pushing on the
 -- right (RPUSH, the end workers take from) leaves the oldest job at the very front.
--- After a crash, each job pushed back gets a recovery key PREFIX..JID (value 0, kept if it is
--- there already): the worker that takes the job again counts its starts in it, so a job that
+-- After a crash, each job pushed back is entered in the recoveries hash (JID -> 0, kept if it is
+-- there already): the worker that takes the job again counts its starts there, so a job that
 -- kills every process running it ends in the dead set instead of looping forever.
 -- A queue key that is not a list is skipped (its jobs stay in the working list, and so does
 -- the index entry, for a later sweep): Lua does not roll back an error halfway.
@@ -31,7 +31,8 @@ for i = 3, #KEYS, 2 do
       if ARGV[2] ~= '' then
         local jid = string.match(job, '"jid"%s*:%s*"([^"]+)"')
         if jid then
-          redis.call('SET', ARGV[2] .. jid, 0, 'NX', 'EX', ARGV[3])
+          redis.call('HSETNX', ARGV[2], jid, 0)
+          redis.call('EXPIRE', ARGV[2], ARGV[3])
         end
       end
       here = here + 1

@@ -7,14 +7,15 @@
 -- ARGV[1] = how many jobs to take (0: none).
 -- ARGV[2] = the pair numbers in the order to try them, separated by spaces.
 -- ARGV[3] = how many acknowledgements follow (A).
--- ARGV[4] = the prefix of recovery keys (see requeue_process.lua).
+-- ARGV[4] = the recoveries hash (see requeue_process.lua).
 -- Then A pairs (pair number, job JSON): finished jobs, removed from their working list.
 -- Then pairs (pair number, job JSON): unstarted jobs, moved from the working list back to the
 -- front of their queue (only if still there, so never twice), newest first.
 -- Returns {how many jobs were pushed back, the pair numbers of queues skipped because their key
 -- is not a list (space-separated, usually ''), the positions (1-based) among the jobs taken of
--- those with a recovery key (space-separated, usually ''), then pair number, job JSON, ... per
--- job taken}.
+-- those entered in the recoveries hash (space-separated, usually ''), then pair number, job
+-- JSON, ... per job taken}. Jobs are looked up there only while the hash exists (after a
+-- crash), so the common case costs one EXISTS per call, not a lookup per job.
 --
 -- A job moves from its queue to the working list atomically (LMOVE), so it is recorded as taken
 -- by this process until acknowledged: a crash leaves it there, to be pushed back. A batch
@@ -48,6 +49,7 @@ end
 local wanted = tonumber(ARGV[1])
 local taken = {pushed, '', ''}
 local recovered = {}
+local recovering = redis.call('EXISTS', ARGV[4]) == 1
 if wanted > 0 then
   local count = 0
   for pair_text in string.gmatch(ARGV[2], '%d+') do
@@ -62,9 +64,11 @@ if wanted > 0 then
         count = count + 1
         taken[2 * count + 2] = pair
         taken[2 * count + 3] = job
-        local jid = string.match(job, '"jid"%s*:%s*"([^"]+)"')
-        if jid and redis.call('EXISTS', ARGV[4] .. jid) == 1 then
-          recovered[#recovered + 1] = tostring(count)
+        if recovering then
+          local jid = string.match(job, '"jid"%s*:%s*"([^"]+)"')
+          if jid and redis.call('HEXISTS', ARGV[4], jid) == 1 then
+            recovered[#recovered + 1] = tostring(count)
+          end
         end
       end
       if count >= wanted then
