@@ -60,7 +60,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def escape(text: str) -> str:
     """Control characters as ``\\xNN``: a job's class, or anything else a payload carries,
     must not be able to start a forged line of its own in a text log."""
-    if _CONTROL.search(text) is None:
+    if text.isprintable():  # the common case, checked in C
         return text
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
