@@ -80,8 +80,10 @@ def push_figures(tree: Path, url: str, jobs: int) -> dict[str, float]:
     return figures
 
 
-def drain_rate(tree: Path, url: str, jobs: int) -> float:
-    """No-op jobs per second, from the first job's start until nothing is left."""
+def drain_rate(tree: Path, url: str, jobs: int) -> tuple[float, float]:
+    """No-op jobs per second, from the first job's start until nothing is left; and the CPU
+    the worker process used per job (user + system, start-up included), which depends far
+    less than wall time on what else the machine is doing."""
     r = redis.Redis.from_url(url)
     r.flushall()
     now = time.time()
@@ -139,11 +141,21 @@ def drain_rate(tree: Path, url: str, jobs: int) -> float:
                     break
             time.sleep(0.002)
         started = float(r.get("bench:start") or 0)
+        cpu = _cpu_seconds(worker.pid)
     finally:
         worker.terminate()
         worker.wait(30)
         r.close()
-    return jobs / (finished - started)
+    return jobs / (finished - started), cpu / jobs * 1e6
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a running process, from /proc (0 where there is no /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -167,17 +179,21 @@ def main() -> None:
         )
     push: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     drain: dict[str, list[float]] = {name: [] for name in trees}
+    cpu: dict[str, list[float]] = {name: [] for name in trees}
     try:
         with BenchRedis() as url:
             for round_no in range(options.rounds):
                 order = list(trees) if round_no % 2 == 0 else list(reversed(trees))
                 for name in order:
                     push[name].append(push_figures(trees[name], url, options.jobs))
-                    drain[name].append(drain_rate(trees[name], url, options.jobs))
+                    rate, us = drain_rate(trees[name], url, options.jobs)
+                    drain[name].append(rate)
+                    cpu[name].append(us)
                     print(
                         f"round {round_no + 1} {name:>14}: perform_later "
                         f"{push[name][-1]['ratio']:.2f}x the bare loop, "
-                        f"{push[name][-1]['per_s']:,.0f}/s; no-op drain {drain[name][-1]:,.0f}/s",
+                        f"{push[name][-1]['per_s']:,.0f}/s; no-op drain {rate:,.0f}/s, "
+                        f"worker CPU {us:.1f} us/job",
                         flush=True,
                     )
     finally:
@@ -196,6 +212,11 @@ def main() -> None:
     print(
         f"{'no-op drain, jobs/s':28}{rate[before]:>14,.0f}{rate[after]:>14,.0f}"
         f"{rate[after] / rate[before]:>14.2f}"
+    )
+    busy = {n: statistics.median(cpu[n]) for n in trees}
+    print(
+        f"{'worker CPU us per no-op job':28}{busy[before]:>14.1f}{busy[after]:>14.1f}"
+        f"{busy[after] / busy[before]:>14.2f}"
     )
     per_round = [a / b for a, b in zip(drain[after], drain[before], strict=True)]
     print(f"no-op drain after/before per round: {', '.join(f'{x:.2f}' for x in per_round)}")
