@@ -126,3 +126,21 @@ def test_a_new_process_holds_no_job_it_cannot_start(worker, r):
         wait_for(lambda: r.llen("held") == 4, what="the second process running the other two")
     finally:
         r.set("release", "1")
+
+
+def test_jobs_pushed_back_after_a_crash_are_flagged_by_every_way_of_taking_them(redis_url, r):
+    """By the batched fetch and by an idle processor's BLMOVE (where a sweep's push-back goes
+    first when peers are idle); the job's own jid counts, not a "jid" in its arguments."""
+    settings = djqueue.get_settings()
+    fetcher = Fetcher(runtime_redis(settings), Keys(), "host:1:abcdefabcdef", (("default", 0),))
+    mine = jobs.record.perform_later("x", {"jid": "f" * 24})
+    other = jobs.record.perform_later("y")
+    r.hset("recoveries", mapping={mine: 0, "f" * 24: 0})
+    batch = fetcher.fetch(5)
+    assert {json.loads(u.raw)["jid"]: u.recovered for u in batch} == {mine: True, other: False}
+    fetcher.fetch(0, back=batch[::-1])  # back to the queue, as unstarted
+    first, second = fetcher.block(), fetcher.block()
+    assert {json.loads(u.raw)["jid"]: u.recovered for u in (first, second)} == {
+        mine: True,
+        other: False,
+    }

@@ -97,6 +97,11 @@ class ProcessStore:
         """Set lifetime counters (``"processed"``, ``"failed"``) to 0."""
         self.redis.mset({getattr(self.keys, stat): 0 for stat in stats})
 
+    def server_time(self) -> float:
+        """Redis's clock, epoch seconds: what ``beat.lua`` stamps the beats with."""
+        seconds, micros = self.redis.time()
+        return seconds + micros / 1_000_000
+
     def alive(self, identities: Sequence[str]) -> list[bool]:
         """Whether each identity's hash still holds ``info`` (it beat within the TTL)."""
         return [beat is not None for beat in self.heartbeats(identities)]

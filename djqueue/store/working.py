@@ -118,17 +118,27 @@ class WorkingLists:
             conn.disconnect()
             raise
 
-    def block_take(self, name: str, timeout: float) -> bytes | None:
+    def block_take(self, name: str, timeout: float) -> tuple[bytes, bool] | None:
         """Wait up to ``timeout`` seconds for a job on queue ``name`` and take it (BLMOVE,
-        atomic like `take`); None when none came."""
-        raw = self.redis.blmove(
+        atomic like `take`); None when none came. Returns (job JSON, recovered) as `take`
+        does: a job pushed back after a crash goes straight to an idle peer waiting here, so
+        it is looked up in ``recoveries`` too (one more round trip, on the idle path only)."""
+        found: Any = self.redis.blmove(
             self.queue_keys[name],
             self.working[name],
             timeout,  # type: ignore[arg-type]  # Redis takes float seconds
             "RIGHT",
             "LEFT",
         )
-        return None if raw is None else bytes(raw)  # type: ignore[arg-type]
+        if found is None:
+            return None
+        raw = bytes(found)
+        try:
+            jid = json.loads(raw).get("jid")
+        except (ValueError, RecursionError, AttributeError):
+            jid = None
+        recovered = isinstance(jid, str) and bool(self.redis.hexists(self.keys.recoveries, jid))
+        return raw, recovered
 
     def cancel_waits(self) -> None:
         """Close the connections of every `block_take` under way (and the pool's idle ones),

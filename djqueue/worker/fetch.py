@@ -113,7 +113,7 @@ class Fetcher:
             uncovered = 0 in self._blockers.values()
         timeout = min(self.block_timeout, 0.5) if uncovered else self.block_timeout
         try:
-            raw = self.lists.block_take(name, timeout)
+            raw = self.lists.block_take(name, timeout)  # (JSON, recovered) or None
         except redis.exceptions.ResponseError as exc:
             if not str(exc).startswith("WRONGTYPE"):
                 raise
@@ -124,7 +124,9 @@ class Fetcher:
         finally:
             with self._lock:
                 self._blockers[name] -= 1
-        return None if raw is None else Unit(name, raw, self.working[name])
+        if raw is None:
+            return None
+        return Unit(name, raw[0], self.working[name], raw[1])
 
     def requeue(self, unit: Unit) -> bool:
         """Push one job back to the front of its queue; False if it had already left."""

@@ -1,6 +1,6 @@
 """The heartbeat: every few seconds, tell Redis this process is alive and what it is doing.
 
-One MULTI per beat (`djqueue.store.ProcessStore.beat`, Sidekiq's layout, see docs/design.md):
+One script call per beat (`djqueue.store.ProcessStore.beat`, Sidekiq's layout, docs/design.md):
 the stats counted since the last beat, the busy-work hash, the ``processes`` set, the identity
 hash, this process's entry in the working-lists index, and one remote signal popped from
 ``IDENTITY-signals``. A process that stops beating disappears: its hashes expire after 60 s and

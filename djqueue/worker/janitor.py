@@ -79,10 +79,19 @@ class Janitor:
         self.fetcher = fetcher
         self.in_hand = in_hand
         self.lock_seconds = lock_seconds
+        #: Monotonic time of this process's previous beat, and since when it has beaten
+        #: without a gap: another process's silence counts only once this one has been
+        #: connected itself for as long (after an outage everybody looks silent).
+        self._previous_run: float | None = None
+        self._connected_since = time.monotonic()
         self._suspects: Counter[tuple[str, bytes]] = Counter()
 
     def run(self) -> None:
         """The periodic duties, called after each heartbeat."""
+        now = time.monotonic()
+        if self._previous_run is None or now - self._previous_run > 2 * self.lock_seconds:
+            self._connected_since = now
+        self._previous_run = now
         self.reconcile()
         if self.processes.lock(self.keys.working_sweep, self.identity, self.lock_seconds):
             self.sweep()
@@ -107,9 +116,13 @@ class Janitor:
         index = working_index(self.redis, self.keys)
         others = [ident for ident in index if ident != self.identity]
         total = 0
-        now = time.time()
+        # Silence is judged on Redis's clock (the beats are written with it), and only once
+        # this process has itself beaten without a gap for three intervals.
+        judge = time.monotonic() - self._connected_since >= SILENT_BEATS * self.lock_seconds
+        now = self.processes.server_time() if judge and others else 0.0
         for ident, beat in zip(others, self.processes.heartbeats(others), strict=True):
-            if beat is not None and not self._gone(ident) and not self._silent(beat, now):
+            silent = judge and beat is not None and self._silent(beat, now)
+            if beat is not None and not self._gone(ident) and not silent:
                 continue
             moved = requeue_process(self.redis, self.keys, ident, index[ident], crashed=True)
             if moved:

@@ -32,6 +32,9 @@ if #ARGV >= first_work then
 end
 redis.call('SADD', KEYS[7], ARGV[5])
 redis.call('HSET', KEYS[8], unpack(ARGV, 8, first_work - 1))
+-- The beat's time is Redis's: hosts' clocks may differ, and a peer judges silence by it.
+local now = redis.call('TIME')
+redis.call('HSET', KEYS[8], 'beat', string.format('%d.%06d', now[1], now[2]))
 redis.call('EXPIRE', KEYS[8], ARGV[4])
 redis.call('HSET', KEYS[9], ARGV[5], ARGV[6])
 local signal = redis.call('RPOP', KEYS[10])

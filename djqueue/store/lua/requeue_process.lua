@@ -16,6 +16,15 @@
 -- A queue key that is not a list is skipped (its jobs stay in the working list, and so does
 -- the index entry, for a later sweep): Lua does not roll back an error halfway.
 
+-- The job's own jid (decoded, not matched as text: an argument may hold a "jid" too).
+local function jid_of(job)
+  local ok, decoded = pcall(cjson.decode, job)
+  if ok and type(decoded) == 'table' and type(decoded['jid']) == 'string' then
+    return decoded['jid']
+  end
+  return nil
+end
+
 local moved, left = 0, 0
 for i = 3, #KEYS, 2 do
   local kind = redis.call('TYPE', KEYS[i + 1])['ok']
@@ -29,7 +38,7 @@ for i = 3, #KEYS, 2 do
         break
       end
       if ARGV[2] ~= '' then
-        local jid = string.match(job, '"jid"%s*:%s*"([^"]+)"')
+        local jid = jid_of(job)
         if jid then
           redis.call('HSETNX', ARGV[2], jid, 0)
           redis.call('EXPIRE', ARGV[2], ARGV[3])

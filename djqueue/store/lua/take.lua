@@ -24,6 +24,15 @@
 -- touches it and skipped, so one broken key cannot stop the healthy queues (Lua does not roll
 -- back: an error after some moves would leave them done while the caller sees a failure).
 
+-- The job's own jid (decoded, not matched as text: an argument may hold a "jid" too).
+local function jid_of(job)
+  local ok, decoded = pcall(cjson.decode, job)
+  if ok and type(decoded) == 'table' and type(decoded['jid']) == 'string' then
+    return decoded['jid']
+  end
+  return nil
+end
+
 local skipped = {}
 local function usable(pair)
   if skipped[pair] == nil then
@@ -65,7 +74,7 @@ if wanted > 0 then
         taken[2 * count + 2] = pair
         taken[2 * count + 3] = job
         if recovering then
-          local jid = string.match(job, '"jid"%s*:%s*"([^"]+)"')
+          local jid = jid_of(job)
           if jid and redis.call('HEXISTS', ARGV[4], jid) == 1 then
             recovered[#recovered + 1] = tostring(count)
           end
