@@ -48,9 +48,10 @@ class WorkingLists:
         self.working = {name: keys.working(identity, name) for name in self.names}
         #: KEYS of take.lua: (queue, working list) per name, always in this order, so a queue
         #: is named by its pair number in the script's arguments.
-        self._keys: list[Any] = [len(self.names) * 2]
+        self._keys: list[Any] = [len(self.names) * 2 + 1]
         for name in self.names:
             self._keys += (self.queue_keys[name], self.working[name])
+        self._keys.append(keys.recoveries)
         self._pair = {name: str(i) for i, name in enumerate(self.names, 1)}
         self._in_order = " ".join(self._pair.values())
         self._local = threading.local()
@@ -85,7 +86,7 @@ class WorkingLists:
     ) -> tuple[int, list[tuple[str, bytes, bool]]]:
         pair = self._pair
         sequence = self._in_order if order is None else " ".join([pair[n] for n in order])
-        args: list[Any] = [count, sequence, len(acks), self.keys.recoveries]
+        args: list[Any] = [count, sequence, len(acks)]
         for job in acks:
             args += (pair[job.queue], job.raw)
         for job in back:
@@ -184,9 +185,9 @@ def requeue_process(
     pairs: list[str] = []
     for name in names:
         pairs += (keys.working(identity, name), keys.queue(name))
-    mark = keys.recoveries if crashed else ""
-    args = [identity if drop_index else "", mark, RECOVERY_TTL, *names]
-    return int(REQUEUE_PROCESS(redis_client, [keys.working_lists, keys.queues, *pairs], args))
+    args = [identity if drop_index else "", "1" if crashed else "", RECOVERY_TTL, *names]
+    redis_keys = [keys.working_lists, keys.queues, keys.recoveries, *pairs]
+    return int(REQUEUE_PROCESS(redis_client, redis_keys, args))
 
 
 def working_index(redis_client: redis.Redis, keys: Keys) -> dict[str, list[str]]:

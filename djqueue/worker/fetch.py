@@ -113,7 +113,7 @@ class Fetcher:
             uncovered = 0 in self._blockers.values()
         timeout = min(self.block_timeout, 0.5) if uncovered else self.block_timeout
         try:
-            raw = self.lists.block_take(name, timeout)  # (JSON, recovered) or None
+            taken = self.lists.block_take(name, timeout)
         except redis.exceptions.ResponseError as exc:
             if not str(exc).startswith("WRONGTYPE"):
                 raise
@@ -124,9 +124,10 @@ class Fetcher:
         finally:
             with self._lock:
                 self._blockers[name] -= 1
-        if raw is None:
+        if taken is None:
             return None
-        return Unit(name, raw[0], self.working[name], raw[1])
+        raw, recovered = taken
+        return Unit(name, raw, self.working[name], recovered)
 
     def requeue(self, unit: Unit) -> bool:
         """Push one job back to the front of its queue; False if it had already left."""

@@ -1,11 +1,11 @@
 #!lua flags=allow-oom
 -- Push a process's working lists back to the front of their queues, oldest job first in line.
 --
--- KEYS[1] = the working-lists index hash, KEYS[2] = the queues set,
--- then pairs (working list, queue:NAME).
+-- KEYS[1] = the working-lists index hash, KEYS[2] = the queues set, KEYS[3] = the recoveries
+-- hash, then pairs (working list, queue:NAME).
 -- ARGV[1] = the index field to delete when done ('' to keep it).
--- ARGV[2] = the recoveries hash ('' when the process stopped cleanly: nothing to count),
--- ARGV[3] = its lifetime in seconds; then one queue NAME per pair.
+-- ARGV[2] = '1' when the process died (count the jobs' next starts), '' when it stopped
+-- cleanly; ARGV[3] = the recoveries hash's lifetime in seconds; then one queue NAME per pair.
 -- Returns the number of jobs pushed back.
 --
 -- A working list holds the newest job on the left; taking from the left and pushing on the
@@ -26,7 +26,7 @@ local function jid_of(job)
 end
 
 local moved, left = 0, 0
-for i = 3, #KEYS, 2 do
+for i = 4, #KEYS, 2 do
   local kind = redis.call('TYPE', KEYS[i + 1])['ok']
   if kind ~= 'list' and kind ~= 'none' then
     left = left + redis.call('LLEN', KEYS[i])
@@ -40,14 +40,14 @@ for i = 3, #KEYS, 2 do
       if ARGV[2] ~= '' then
         local jid = jid_of(job)
         if jid then
-          redis.call('HSETNX', ARGV[2], jid, 0)
-          redis.call('EXPIRE', ARGV[2], ARGV[3])
+          redis.call('HSETNX', KEYS[3], jid, 0)
+          redis.call('EXPIRE', KEYS[3], ARGV[3])
         end
       end
       here = here + 1
     end
     if here > 0 then
-      redis.call('SADD', KEYS[2], ARGV[(i - 1) / 2 + 3])
+      redis.call('SADD', KEYS[2], ARGV[(i - 2) / 2 + 3])
     end
     moved = moved + here
   end

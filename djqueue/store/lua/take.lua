@@ -2,12 +2,11 @@
 -- Acknowledge finished jobs, push back unstarted ones, and take up to N jobs, in one round trip:
 -- the worker's hot path. With N = 0 and one job to push back it requeues a single job.
 --
--- KEYS = pairs (queue:NAME, its working list), always in the same order; a queue is named by
--- its pair number (1-based).
+-- KEYS = pairs (queue:NAME, its working list), always in the same order (a queue is named by
+-- its pair number, 1-based), then the recoveries hash (see requeue_process.lua).
 -- ARGV[1] = how many jobs to take (0: none).
 -- ARGV[2] = the pair numbers in the order to try them, separated by spaces.
 -- ARGV[3] = how many acknowledgements follow (A).
--- ARGV[4] = the recoveries hash (see requeue_process.lua).
 -- Then A pairs (pair number, job JSON): finished jobs, removed from their working list.
 -- Then pairs (pair number, job JSON): unstarted jobs, moved from the working list back to the
 -- front of their queue (only if still there, so never twice), newest first.
@@ -42,8 +41,9 @@ local function usable(pair)
   return not skipped[pair]
 end
 
-local first_back = 5 + 2 * tonumber(ARGV[3])
-for i = 5, first_back - 1, 2 do
+local recoveries = KEYS[#KEYS]
+local first_back = 4 + 2 * tonumber(ARGV[3])
+for i = 4, first_back - 1, 2 do
   redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1])
 end
 local pushed = 0
@@ -58,7 +58,7 @@ end
 local wanted = tonumber(ARGV[1])
 local taken = {pushed, '', ''}
 local recovered = {}
-local recovering = redis.call('EXISTS', ARGV[4]) == 1
+local recovering = redis.call('EXISTS', recoveries) == 1
 if wanted > 0 then
   local count = 0
   for pair_text in string.gmatch(ARGV[2], '%d+') do
@@ -75,7 +75,7 @@ if wanted > 0 then
         taken[2 * count + 3] = job
         if recovering then
           local jid = jid_of(job)
-          if jid and redis.call('HEXISTS', ARGV[4], jid) == 1 then
+          if jid and redis.call('HEXISTS', recoveries, jid) == 1 then
             recovered[#recovered + 1] = tostring(count)
           end
         end
