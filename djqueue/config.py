@@ -46,6 +46,8 @@ class Settings:
     tag: str = ""
     labels: tuple[str, ...] = ()
     max_payload_bytes: int = 16 * 1024 * 1024
+    #: Show job arguments in the admin and the dashboard; False hides them (personal data).
+    web_show_args: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -226,6 +228,8 @@ def _validate(s: Settings) -> None:
     for name in ("tag", "sentinel_master"):
         if not isinstance(getattr(s, name), str):
             raise ConfigurationError(name, f"must be a string, got {getattr(s, name)!r}")
+    if not isinstance(s.web_show_args, bool):
+        raise ConfigurationError("web_show_args", f"must be True or False, got {s.web_show_args!r}")
     if not isinstance(s.labels, tuple) or not all(isinstance(x, str) for x in s.labels):
         raise ConfigurationError("labels", f"must be a list of strings, got {s.labels!r}")
     if not isinstance(s.sentinels, tuple):

@@ -16,20 +16,25 @@ settings and connection pool. Nothing is read until a property or method asks.
 
 from __future__ import annotations
 
+from .listing import Filter, Listing
 from .process import Process, ProcessSet
 from .queue import Queue
 from .record import JobRecord, SortedEntry
+from .server import RedisInfo
 from .sorted_set import DeadSet, RetrySet, ScheduledSet, SortedSet
 from .stats import History, Stats
 from .work import Work, WorkSet
 
 __all__ = [
     "DeadSet",
+    "Filter",
     "History",
     "JobRecord",
+    "Listing",
     "Process",
     "ProcessSet",
     "Queue",
+    "RedisInfo",
     "RetrySet",
     "ScheduledSet",
     "SortedEntry",

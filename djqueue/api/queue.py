@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from functools import partial
+from typing import Any
 
 import redis
 
 from ..config import Settings
+from ..store.listing import Filter, next_matches, read_page, scan_page
 from .base import ApiObject, text
+from .listing import Listing
 from .record import JobRecord
 
 
@@ -47,6 +51,34 @@ class Queue(ApiObject):
         names = probe._call(lambda: probe.redis.smembers(probe.keys.queues))
         return [cls(name, **probe._context()) for name in sorted(text(n) for n in names)]
 
+    @classmethod
+    def summary(
+        cls, settings: Settings | None = None, redis_client: redis.Redis | None = None
+    ) -> list[tuple[str, int, float]]:
+        """``(name, size, latency)`` of every queue, read in two round trips (the listing, then
+        every queue's length and oldest job pipelined), for a page listing many queues."""
+        probe = ApiObject(settings, redis_client)
+        members = probe._call(lambda: probe.redis.smembers(probe.keys.queues))
+        names = sorted(text(n) for n in members)
+        if not names:
+            return []
+
+        def fetch() -> list[Any]:
+            pipe = probe.redis.pipeline(transaction=False)
+            for name in names:
+                pipe.llen(probe.keys.queue(name))
+                pipe.lindex(probe.keys.queue(name), -1)
+            return pipe.execute()
+
+        replies = probe._call(fetch)
+        now = time.time()
+        found = []
+        for n, name in enumerate(names):
+            size, oldest = replies[2 * n], replies[2 * n + 1]
+            enqueued = JobRecord(oldest).enqueued_at if oldest is not None else None
+            found.append((name, int(size), max(0.0, now - enqueued) if enqueued else 0.0))
+        return found
+
     @property
     def size(self) -> int:
         return int(self._call(lambda: self.redis.llen(self.key)))
@@ -73,6 +105,31 @@ class Queue(ApiObject):
             raws = self._call(lambda: self.redis.lrange(self.key, -(offset + limit), -(offset + 1)))
             raws.reverse()
         return [JobRecord(raw, self) for raw in raws]
+
+    def page(
+        self, offset: int = 0, limit: int = 25, keep: Filter | None = None, facets: bool = False
+    ) -> Listing[JobRecord]:
+        """One page, newest first, with the queue's size read in the same MULTI; with ``keep``
+        (a `Filter`) only the matching jobs, found inside Redis (see `djqueue.store.listing`),
+        and with ``facets`` the matches per job name."""
+        if offset < 0 or limit < 1:
+            raise ValueError("offset must be >= 0 and limit >= 1")
+        if keep or facets:
+            found = self._call(
+                lambda: scan_page(
+                    self.redis, self.key, "list", offset, limit, False, keep or Filter(), facets
+                )
+            )
+        else:
+            found = self._call(
+                lambda: read_page(self.redis, self.key, "list", offset, limit, False)
+            )
+        records = []
+        for raw, index in found.rows:
+            record = JobRecord(raw, self)
+            record.index = int(index)
+            records.append(record)
+        return Listing(records, found.size, found.matches, found.names, found.queues)
 
     def __iter__(self) -> Iterator[JobRecord]:
         """Every job, newest first, a page at a time.
@@ -104,6 +161,21 @@ class Queue(ApiObject):
     def delete_record(self, record: JobRecord) -> bool:
         """Remove one job by its exact stored value (what `JobRecord.delete` calls)."""
         return self._call(lambda: self.store.delete_from_queue(self.name, record.raw))
+
+    def delete_matching(self, keep: Filter) -> int:
+        """Delete every job that ``keep`` matches, a batch at a time; returns how many."""
+        total = start = 0
+        while start >= 0:
+            rows, start = self._call(
+                partial(next_matches, self.redis, self.key, "list", False, keep, start, 100)
+            )
+            if not rows:
+                break
+            deleted = sum(self.delete_record(JobRecord(raw, self)) for raw, _index in rows)
+            total += deleted
+            if start >= 0:
+                start -= deleted
+        return total
 
     def clear(self) -> int:
         """Delete the queue and forget its name; returns how many jobs it held."""

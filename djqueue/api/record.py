@@ -36,6 +36,8 @@ class JobRecord:
         self.raw = raw
         self.value = text(raw)
         self.source = source
+        #: Index from the queue's head when read by `Queue.page` (it moves as jobs arrive).
+        self.index: int | None = None
         self.parse_error: str | None = None
         try:
             item = json.loads(self.value)

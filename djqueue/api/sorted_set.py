@@ -9,6 +9,7 @@ an admin racing the poller, cannot push a job twice, and no crash can lose it in
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any, ClassVar
 
 import redis
@@ -16,7 +17,9 @@ import redis
 from ..config import Settings
 from ..middleware import client_middleware
 from ..payload import Payload, dumps, now
+from ..store.listing import Filter, next_matches, read_page, scan_page
 from .base import ApiObject
+from .listing import Listing
 from .record import SortedEntry
 
 #: Entries handled per Redis call by the "all" actions.
@@ -70,6 +73,31 @@ class SortedSet(ApiObject):
             )
         )
         return self._entries(rows)
+
+    def page(
+        self,
+        offset: int = 0,
+        limit: int = 25,
+        keep: Filter | None = None,
+        facets: bool = False,
+        newest_first: bool | None = None,
+    ) -> Listing[SortedEntry]:
+        """One page in the order of `jobs`, with the set's size read in the same MULTI; with
+        ``keep`` (a `Filter`) only the matching entries, found inside Redis (see
+        `djqueue.store.listing`), and with ``facets`` the matches per job name and queue."""
+        if offset < 0 or limit < 1:
+            raise ValueError("offset must be >= 0 and limit >= 1")
+        desc = self.newest_first if newest_first is None else newest_first
+        if keep or facets:
+            found = self._call(
+                lambda: scan_page(
+                    self.redis, self.key, "zset", offset, limit, desc, keep or Filter(), facets
+                )
+            )
+        else:
+            found = self._call(lambda: read_page(self.redis, self.key, "zset", offset, limit, desc))
+        entries = self._entries(found.rows)
+        return Listing(entries, found.size, found.matches, found.names, found.queues)
 
     def _entries(self, rows: Any) -> list[SortedEntry]:
         """Entries from redis-py's ``(member, score)`` pairs."""
@@ -192,6 +220,25 @@ class SortedSet(ApiObject):
             moved = action(page)
             total += moved
             kept += len(page) - moved
+
+    def each_match(self, keep: Filter, action: Callable[[list[SortedEntry]], int]) -> int:
+        """Apply ``action`` (which returns how many entries it removed) to every entry that
+        ``keep`` matches, a batch at a time, in the order of `jobs`; returns the total removed.
+        Entries leaving or joining the set meanwhile may be missed: the count says what was
+        done."""
+        desc = self.newest_first
+        total = start = 0
+        while start >= 0:
+            rows, start = self._call(
+                partial(next_matches, self.redis, self.key, "zset", desc, keep, start, BATCH)
+            )
+            if not rows:
+                break
+            moved = action(self._entries(rows))
+            total += moved
+            if start >= 0:
+                start -= moved
+        return total
 
 
 def _through_middleware(payload: Payload) -> bool:

@@ -1,0 +1,148 @@
+"""Pages of a queue or a job set: what an admin list reads, without copying the set.
+
+A plain page is the size and one slice read in one MULTI, as Sidekiq's paginator does, so the
+count and the rows agree even while workers take jobs. A filtered page (search text, job name,
+queue) is found inside Redis by ``scan.lua``, a bounded stretch per call, so only the matching
+rows of the page travel and Redis is never busy for long; the count of matches is exact for a
+set that holds still and close for one that moves while it is read.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from .scripts import SCAN
+
+#: Entries one filtering call reads before handing back: a few milliseconds of Redis time.
+SCAN_PER_CALL = 5_000
+
+
+@dataclass(frozen=True)
+class Filter:
+    """What a filtered listing keeps. Empty strings keep everything.
+
+    ``text`` is found as written (case-sensitive) in the entry's JSON, or with
+    ``fields_only`` in the jid, job name and error only (for sites that hide arguments).
+    ``job`` matches ``class``, ``display_class`` or ``wrapped``; ``queue`` the job's queue.
+    """
+
+    text: str = ""
+    job: str = ""
+    queue: str = ""
+    fields_only: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.text or self.job or self.queue)
+
+
+@dataclass
+class Rows:
+    """One page of stored entries: ``(member, position)`` pairs (position: list index from
+    the head, or score), the key's size, and for a filtered read the number of matches and,
+    when asked, the matches per job name and per queue."""
+
+    size: int
+    rows: list[tuple[Any, Any]]
+    matches: int | None = None
+    names: Counter[str] = field(default_factory=Counter)
+    queues: Counter[str] = field(default_factory=Counter)
+
+
+def read_page(
+    client: redis.Redis, key: str, kind: str, offset: int, limit: int, desc: bool
+) -> Rows:
+    """``limit`` entries from ``offset`` and the key's size, in one MULTI.
+
+    A list is read from its head (the newest job); a sorted set by score, highest first when
+    ``desc``.
+    """
+    pipe = client.pipeline(transaction=True)
+    last = offset + limit - 1
+    if kind == "list":
+        pipe.llen(key)
+        pipe.lrange(key, offset, last)
+    else:
+        pipe.zcard(key)
+        pipe.zrange(key, offset, last, desc=desc, withscores=True)
+    size, found = pipe.execute()
+    if kind == "list":
+        rows = [(member, offset + n) for n, member in enumerate(found)]
+    else:
+        rows = [(member, score) for member, score in found]
+    return Rows(int(size), rows)
+
+
+def scan_page(
+    client: redis.Redis,
+    key: str,
+    kind: str,
+    offset: int,
+    limit: int,
+    desc: bool,
+    keep: Filter,
+    facets: bool = False,
+) -> Rows:
+    """The ``offset``-th to ``offset + limit``-th entries that ``keep`` matches, the number of
+    matches, and with ``facets`` the matches per job name and queue (one pass over the key)."""
+    rows: list[tuple[Any, Any]] = []
+    names: Counter[str] = Counter()
+    queues: Counter[str] = Counter()
+    matches = start = 0
+    size = int(client.llen(key) if kind == "list" else client.zcard(key))
+    while start >= 0:
+        reply = SCAN(
+            client,
+            [key],
+            [
+                kind,
+                "1" if desc else "0",
+                start,
+                SCAN_PER_CALL,
+                max(0, offset - matches),
+                limit - len(rows),
+                keep.text,
+                "1" if keep.fields_only else "0",
+                keep.job,
+                keep.queue,
+                "1" if facets else "0",
+                "0",
+            ],
+        )
+        start, found, flat = int(reply[0]), int(reply[1]), reply[2]
+        matches += found
+        for n in range(0, len(flat), 2):
+            position = flat[n + 1]
+            rows.append((flat[n], int(position) if kind == "list" else float(position)))
+        for counter, pairs in ((names, reply[3]), (queues, reply[4])):
+            for n in range(0, len(pairs), 2):
+                counter[_text(pairs[n])] += int(pairs[n + 1])
+    return Rows(size, rows[:limit], matches, names, queues)
+
+
+def next_matches(
+    client: redis.Redis, key: str, kind: str, desc: bool, keep: Filter, start: int, limit: int
+) -> tuple[list[tuple[Any, Any]], int]:
+    """Up to ``limit`` matches from index ``start`` on, and the index to go on from (-1 at
+    the end): how a bulk action on a filtered list walks it in batches. A caller that removed
+    entries it was given steps the index back by as many."""
+    rows: list[tuple[Any, Any]] = []
+    while start >= 0 and len(rows) < limit:
+        reply = SCAN(
+            client,
+            [key],
+            [kind, "1" if desc else "0", start, SCAN_PER_CALL, 0, limit - len(rows)]
+            + [keep.text, "1" if keep.fields_only else "0", keep.job, keep.queue, "0", "1"],
+        )
+        start, flat = int(reply[0]), reply[2]
+        for n in range(0, len(flat), 2):
+            position = flat[n + 1]
+            rows.append((flat[n], int(position) if kind == "list" else float(position)))
+    return rows, start
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

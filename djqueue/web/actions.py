@@ -1,0 +1,169 @@
+"""Actions on the jobs of a list: on the selected rows, or on every job the list shows.
+
+Each action goes through the inspection API, whose moves are atomic in Redis, so two admins
+clicking at once or an admin racing a worker never run a job twice. A selected job that has
+moved since the page was drawn (a worker took it, the poller ran it, someone else retried it)
+is counted as gone and named in the message rather than failing the whole action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..api import JobRecord, Queue, RetrySet, SortedEntry, SortedSet
+from ..store.listing import Filter
+
+if TYPE_CHECKING:
+    from ..config import Settings
+
+#: How far past its drawn index a selected queue job is looked for: jobs pushed since the
+#: page was drawn move it that way (workers take from the other end).
+QUEUE_DRIFT = 1000
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    label: str
+    #: ``"change"`` or ``"delete"``: the permission a renderer checks.
+    permission: str
+    #: Past tense, for the message: "Retried 3 jobs."
+    done: str
+
+    def confirm(self, total: int) -> str:
+        """The question before acting on every job of a list."""
+        return f"{self.label} all {total:,} job{'s' if total != 1 else ''}?"
+
+
+RETRY = Action("retry", "Retry now", "change", "Retried")
+RUN_NOW = Action("add_to_queue", "Run now", "change", "Added to their queues")
+KILL = Action("kill", "Kill", "change", "Killed")
+DELETE = Action("delete", "Delete", "delete", "Deleted")
+
+ACTIONS: dict[str, tuple[Action, ...]] = {
+    "queue": (DELETE,),
+    "scheduled": (RUN_NOW, DELETE),
+    "retries": (RETRY, KILL, DELETE),
+    "dead": (RETRY, DELETE),
+}
+
+
+def actions_for(kind: str) -> list[Action]:
+    return list(ACTIONS[kind])
+
+
+def find_action(kind: str, name: str) -> Action:
+    for action in ACTIONS.get(kind, ()):
+        if action.name == name:
+            return action
+    raise ValueError(f"no action {name!r} on {kind}")
+
+
+@dataclass
+class ActionResult:
+    action: Action
+    #: Jobs selected, or None when the action was on every job of the list.
+    asked: int | None
+    done: int
+    #: Selected jobs that had moved before the action ran.
+    gone: int = 0
+    #: Selected entries that are not jobs (bad JSON): they can be deleted, not retried.
+    not_jobs: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.gone and not self.not_jobs
+
+    @property
+    def message(self) -> str:
+        text = f"{self.action.done} {self.done:,} job{'s' if self.done != 1 else ''}."
+        if self.gone:
+            were = "was" if self.gone == 1 else "were"
+            text += (
+                f" {self.gone:,} of the {self.asked:,} selected {were} no longer there: "
+                "run, moved or deleted since the page was shown."
+            )
+        if self.not_jobs:
+            text += f" {self.not_jobs:,} selected entr{'y is' if self.not_jobs == 1 else 'ies are'}"
+            text += " not a job and stayed (delete it instead)."
+        return text
+
+
+def run(
+    kind: str,
+    name: str,
+    keys: Sequence[str] = (),
+    every: bool = False,
+    keep: Filter | None = None,
+    queue: str = "",
+    settings: Settings | None = None,
+) -> ActionResult:
+    """Apply action ``name`` to the rows named by ``keys`` (`Row.key`), or with ``every`` to
+    every job the list shows (all of it, or what ``keep`` matches)."""
+    action = find_action(kind, name)
+    keep = keep or Filter()
+    if kind == "queue":
+        where = Queue(queue, settings=settings)
+        if every:
+            done = where.delete_matching(keep) if keep else where.clear()
+            return ActionResult(action, None, done)
+        records = queue_records(where, keys)
+        done = sum(where.delete_record(r) for r in records)
+        return ActionResult(action, len(keys), done, gone=len(keys) - done)
+    from .lists import SETS
+
+    jobs = SETS[kind](settings=settings)
+    apply = _set_action(jobs, action)
+    if every:
+        if keep:
+            return ActionResult(action, None, jobs.each_match(keep, apply))
+        return ActionResult(action, None, _all(jobs, action))
+    entries = [e for e in (jobs.entry(key) for key in keys) if e is not None]
+    not_jobs = 0
+    if action is not DELETE:
+        not_jobs = sum(1 for e in entries if e.is_malformed or not e.job_name)
+    done = apply(entries)
+    return ActionResult(action, len(keys), done, gone=len(keys) - len(entries), not_jobs=not_jobs)
+
+
+def _set_action(jobs: SortedSet, action: Action) -> Callable[[list[SortedEntry]], int]:
+    if action is RETRY:
+        return lambda entries: jobs.requeue(entries, decrement=True)
+    if action is RUN_NOW:
+        return lambda entries: jobs.requeue(entries, decrement=False)
+    if action is KILL:
+        return jobs.kill_entries
+    return jobs.delete_entries
+
+
+def _all(jobs: SortedSet, action: Action) -> int:
+    """Every entry, through the set's own "all" methods."""
+    if action is DELETE:
+        return jobs.clear()
+    if action is KILL and isinstance(jobs, RetrySet):
+        return jobs.kill_all()
+    if action is RETRY:
+        return int(jobs.retry_all())  # type: ignore[attr-defined]
+    return int(jobs.add_all_to_queue())  # type: ignore[attr-defined]
+
+
+def queue_records(queue: Queue, keys: Sequence[str]) -> list[JobRecord]:
+    """The selected jobs still in the queue. A key is "INDEX-JID": the job is looked for from
+    its drawn index on (one LRANGE), then anywhere in the queue."""
+    wanted: dict[str, int] = {}
+    for key in keys:
+        index, _, jid = key.partition("-")
+        if jid:
+            wanted[jid] = int(index) if index.isdigit() else 0
+    if not wanted:
+        return []
+    low = min(wanted.values())
+    window = queue.jobs(low, max(wanted.values()) - low + QUEUE_DRIFT)
+    found = {r.jid: r for r in window if r.jid in wanted}
+    for jid in wanted.keys() - found.keys():
+        record = queue.find_job(jid)
+        if record is not None:
+            found[jid] = record
+    return list(found.values())

@@ -1,0 +1,127 @@
+"""The busy page: every live process, what each is running now, and quiet / stop.
+
+Processes and work are read from their heartbeats (`djqueue.api.ProcessSet`, `WorkSet`), so
+the page is as fresh as the last beat, a few seconds at most. Quiet and stop are not sent to a
+process directly: they go through its remote-signal key, which its next heartbeat pops, so
+they reach a worker on another host (or a Ruby Sidekiq process) the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..api import Process, ProcessSet, WorkSet
+from ..config import Settings
+from . import display
+
+
+@dataclass
+class ProcessRow:
+    identity: str
+    hostname: str
+    pid: int
+    tag: str
+    labels: list[str]
+    queues: str
+    concurrency: int
+    busy: int
+    rss: str
+    beat: str
+    beat_exact: str
+    started: str
+    version: str
+    quiet: bool
+
+
+@dataclass
+class WorkRow:
+    process: str
+    thread: str
+    jid: str
+    job_name: str
+    args: str
+    queue: str
+    started: str
+    started_exact: str
+
+
+@dataclass
+class BusyPage:
+    processes: list[ProcessRow]
+    work: list[WorkRow]
+    threads: int
+    busy: int
+    rss: str
+
+
+#: The signals the page may send, by action name, with their past tense.
+SIGNALS = {"quiet": ("TSTP", "Quieted"), "stop": ("TERM", "Asked to stop")}
+
+
+def busy_page(settings: Settings | None = None) -> BusyPage:
+    processes = ProcessSet(settings=settings).processes()
+    now = time.time()
+    show_args = processes[0].settings.web_show_args if processes else _show_args(settings)
+    rows = [_process_row(p, now) for p in processes]
+    work = [
+        WorkRow(
+            process=w.process,
+            thread=w.thread_id,
+            jid=w.jid or "",
+            job_name=w.payload.display_name or "(none)",
+            args=display.args_text(w.payload.display_args, show_args),
+            queue=w.queue,
+            started=display.relative(w.run_at, now),
+            started_exact=display.timestamp(w.run_at),
+        )
+        for w in WorkSet(settings=settings).work()
+    ]
+    return BusyPage(
+        processes=rows,
+        work=work,
+        threads=sum(p.concurrency for p in processes),
+        busy=sum(p.busy for p in processes),
+        rss=display.kilobytes(sum(p.rss for p in processes)),
+    )
+
+
+def signal(action: str, identity: str | None, settings: Settings | None = None) -> tuple[int, str]:
+    """Send ``"quiet"`` or ``"stop"`` to one process (None: every live one); how many got it,
+    and the message."""
+    name, done = SIGNALS[action]
+    processes = ProcessSet(settings=settings).processes()
+    chosen = [p for p in processes if identity is None or p.identity == identity]
+    if identity is not None and not chosen:
+        return 0, f"Process {identity} is no longer running."
+    for process in chosen:
+        process.signal(name)
+    count = len(chosen)
+    return count, f"{done} {count} process{'es' if count != 1 else ''}."
+
+
+def _process_row(process: Process, now: float) -> ProcessRow:
+    weights = process.weights
+    queues = ", ".join(f"{q} ({weights[q]})" if weights.get(q) else q for q in process.queues)
+    return ProcessRow(
+        identity=process.identity,
+        hostname=process.hostname,
+        pid=process.pid,
+        tag=process.tag,
+        labels=process.labels,
+        queues=queues,
+        concurrency=process.concurrency,
+        busy=process.busy,
+        rss=display.kilobytes(process.rss),
+        beat=display.relative(process.beat, now),
+        beat_exact=display.timestamp(process.beat),
+        started=display.relative(process.started_at, now),
+        version=process.version,
+        quiet=process.quiet,
+    )
+
+
+def _show_args(settings: Settings | None) -> bool:
+    from ..config import get_settings
+
+    return (settings or get_settings()).web_show_args

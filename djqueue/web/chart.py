@@ -1,0 +1,83 @@
+"""The dashboard's history chart, drawn on the server as SVG.
+
+Server-drawn because it is 30 points and two lines: a chart library would be the largest file
+either UI ships, one more thing to keep up to date, and a script the page needs before it shows
+anything. SVG renders without JavaScript, scales with the page, and the live view refreshes it
+by swapping the markup. Every text in it is escaped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+WIDTH, HEIGHT = 800, 220
+LEFT, RIGHT, TOP, BOTTOM = 56, 12, 16, 28
+SERIES = (("processed", "#2e7d32"), ("failed", "#c62828"))
+
+
+def history_svg(days: Sequence[str], processed: Sequence[int], failed: Sequence[int]) -> str:
+    """Two lines over ``days`` (oldest first), with a scale, date labels, a legend and a hover
+    title per day."""
+    count = len(days)
+    top = nice_ceiling(max([*processed, *failed, 1]))
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(n: int) -> float:
+        return LEFT + (plot_w * n / (count - 1) if count > 1 else plot_w / 2)
+
+    def y(value: int) -> float:
+        return TOP + plot_h - plot_h * value / top
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        'class="djqueue-chart" role="img" aria-label="Processed and failed jobs per day">'
+    ]
+    for step in range(5):
+        value = top * step // 4
+        parts.append(
+            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(value):.1f}" y2="{y(value):.1f}" '
+            'stroke="#ddd" stroke-width="1"/>'
+            f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="11" '
+            f'fill="#666">{value:,}</text>'
+        )
+    label_every = max(1, count // 6)
+    for n, day in enumerate(days):
+        if (count - 1 - n) % label_every == 0:
+            parts.append(
+                f'<text x="{x(n):.1f}" y="{HEIGHT - 8}" text-anchor="middle" font-size="11" '
+                f'fill="#666">{escape(day[5:])}</text>'
+            )
+    for (name, colour), values in zip(SERIES, (processed, failed), strict=True):
+        points = " ".join(f"{x(n):.1f},{y(v):.1f}" for n, v in enumerate(values))
+        parts.append(
+            f'<polyline class="djqueue-chart-{name}" fill="none" stroke="{colour}" '
+            f'stroke-width="2" points="{points}"/>'
+        )
+    for n, day in enumerate(days):
+        title = f"{day}: {processed[n]:,} processed, {failed[n]:,} failed"
+        width = plot_w / max(1, count)
+        parts.append(
+            f'<rect x="{x(n) - width / 2:.1f}" y="{TOP}" width="{width:.1f}" height="{plot_h}" '
+            f'fill="transparent"><title>{escape(title)}</title></rect>'
+        )
+    for n, (name, colour) in enumerate(SERIES):
+        left = LEFT + 8 + n * 100
+        parts.append(
+            f'<rect x="{left}" y="{TOP}" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{left + 14}" y="{TOP + 9}" font-size="11" fill="#333">{name}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def nice_ceiling(value: int) -> int:
+    """The smallest of 1, 2, 4, 5, 8 or 10 times a power of ten that is at least ``value``, and
+    divisible by 4, so the scale's five lines fall on round numbers."""
+    magnitude = 1
+    while True:
+        for factor in (1, 2, 4, 5, 8, 10):
+            candidate = factor * magnitude
+            if candidate >= value and candidate % 4 == 0:
+                return candidate
+        magnitude *= 10

@@ -1,0 +1,92 @@
+"""The dashboard: the counters, the history chart, and the Redis server, once for both UIs.
+
+`dashboard` reads the counters in the two pipelined round trips of `djqueue.api.Stats`, the
+history in two MGETs and the server in one INFO. `Dashboard.live` is the same figures as a
+JSON-ready dict, which the page polls to refresh itself without reloading.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..api import RedisInfo, Stats
+from ..config import Settings
+from . import display
+from .chart import history_svg
+
+#: Days of history the chart shows.
+HISTORY_DAYS = 30
+#: Refresh intervals a viewer may pick, in seconds (0: off), and the default.
+POLL_CHOICES = (0, 2, 5, 10, 20)
+DEFAULT_POLL = 5
+
+
+@dataclass
+class Figure:
+    #: Stable name, used by the live view to find the figure on the page.
+    name: str
+    label: str
+    value: int
+    #: The list page it links to (``"retries"``...), a renderer's name for it, or empty.
+    link: str = ""
+
+    @property
+    def text(self) -> str:
+        return display.number(self.value)
+
+
+@dataclass
+class Dashboard:
+    figures: list[Figure]
+    latency: str
+    days: list[str]
+    processed: list[int]
+    failed: list[int]
+    chart: str
+    redis: list[tuple[str, str]]
+
+    def live(self) -> dict[str, Any]:
+        """What the page's live view replaces: each figure's text, the latency, the chart."""
+        return {
+            "figures": {f.name: f.text for f in self.figures},
+            "latency": self.latency,
+            "chart": self.chart,
+            "redis": dict(self.redis),
+        }
+
+
+def dashboard(settings: Settings | None = None, days: int = HISTORY_DAYS) -> Dashboard:
+    stats = Stats(settings=settings)
+    figures = [
+        Figure("processed", "Processed", stats.processed),
+        Figure("failed", "Failed", stats.failed),
+        Figure("busy", "Busy", stats.busy, "busy"),
+        Figure("enqueued", "Enqueued", stats.enqueued, "queues"),
+        Figure("scheduled", "Scheduled", stats.scheduled_size, "scheduled"),
+        Figure("retries", "Retries", stats.retry_size, "retries"),
+        Figure("dead", "Dead", stats.dead_size, "dead"),
+        Figure("processes", "Processes", stats.processes_size, "busy"),
+    ]
+    history = stats.history(days)
+    dates = list(reversed(history.dates))
+    processed = [history.processed[d] for d in dates]
+    failed = [history.failed[d] for d in dates]
+    return Dashboard(
+        figures=figures,
+        latency=display.latency(stats.default_queue_latency),
+        days=dates,
+        processed=processed,
+        failed=failed,
+        chart=history_svg(dates, processed, failed),
+        redis=RedisInfo(settings=settings).fields(),
+    )
+
+
+def poll_interval(value: Any) -> int:
+    """The refresh interval a viewer asked for (``?poll=2``), or the default."""
+    try:
+        seconds = int(value)
+    except (TypeError, ValueError):
+        return DEFAULT_POLL
+    return seconds if seconds in POLL_CHOICES else DEFAULT_POLL

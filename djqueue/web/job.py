@@ -1,0 +1,105 @@
+"""One job's page: every field, the whole payload, the decoded backtrace, what can be done.
+
+A job page is named by the list it was found in and the row's key. When the job has moved
+since (it ran, was retried, was deleted), `job_page` returns None and the renderer says so,
+as Sidekiq's Web UI does, instead of an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..api import JobRecord, Queue, SortedEntry, SortedSet
+from ..config import Settings
+from . import display
+from .actions import Action, actions_for, queue_records
+from .lists import TITLES, WHEN, source
+
+
+@dataclass
+class Field:
+    label: str
+    value: str
+    #: Exact form of a time (shown on hover), or empty.
+    title: str = ""
+
+
+@dataclass
+class JobPage:
+    kind: str
+    key: str
+    list_title: str
+    queue_name: str
+    jid: str
+    job_name: str
+    fields: list[Field]
+    payload: str
+    backtrace: list[str]
+    error: str
+    problem: str
+    actions: list[Action]
+
+
+def job_page(
+    kind: str, key: str, queue: str = "", settings: Settings | None = None
+) -> JobPage | None:
+    """The job named by ``key`` in a list, or None when it is no longer there."""
+    where = source(kind, queue, settings)
+    record = find(where, key)
+    if record is None:
+        return None
+    show_args = where.settings.web_show_args
+    rows: list[Field] = [
+        Field("Job", record.display_name or "(none)"),
+        Field("JID", record.jid or ""),
+        Field("Queue", record.queue or ""),
+        Field("Arguments", display.args_text(record.display_args, show_args, limit=None)),
+    ]
+    if record.display_name != record.job_name and record.job_name:
+        rows.insert(1, Field("Class", record.job_name))
+    if isinstance(record, SortedEntry):
+        rows.append(_time(WHEN[kind], record.at))
+    for label, value in (
+        ("Created", record.created_at),
+        ("Enqueued", record.enqueued_at),
+        ("Failed", record.failed_at),
+        ("Retried", record.retried_at),
+    ):
+        if value is not None:
+            rows.append(_time(label, value))
+    if record.retry_count is not None:
+        rows.append(Field("Retry count", str(record.retry_count)))
+    if record.retry is not None:
+        rows.append(Field("Retry", str(record.retry).lower()))
+    if record.tags:
+        rows.append(Field("Tags", ", ".join(record.tags)))
+    error = f"{record.error_class}: {record.error_message or ''}" if record.has_error else ""
+    problem = record.parse_error or ("not a job" if record.is_malformed else "")
+    payload = display.payload_text(record.item, show_args) if record.item else record.value
+    return JobPage(
+        kind=kind,
+        key=key,
+        list_title=f"Queue {queue}" if kind == "queue" else TITLES[kind],
+        queue_name=queue,
+        jid=record.jid or "",
+        job_name=record.display_name or "(none)",
+        fields=rows,
+        payload=payload,
+        backtrace=record.error_backtrace or [],
+        error=error,
+        problem=problem,
+        actions=actions_for(kind),
+    )
+
+
+def find(where: Queue | SortedSet, key: str) -> JobRecord | None:
+    """The record a row key names: "SCORE-JID" in a set, "INDEX-JID" in a queue."""
+    if isinstance(where, Queue):
+        found = queue_records(where, [key])
+        return found[0] if found else None
+    return where.entry(key)
+
+
+def _time(label: str, value: float) -> Field:
+    text = f"{display.timestamp(value)} ({display.relative(value)})"
+    return Field(label, text, display.iso(value))

@@ -1,0 +1,195 @@
+"""The list pages: one queue, the scheduled jobs, the retries and the dead jobs.
+
+`job_list` reads one page (one MULTI, or a filtered read inside Redis) and returns everything
+a renderer draws: the rows as display text, the page numbers, the filter choices with their
+links, and the actions the list offers. A renderer adds only its own markup, URLs for the job
+pages, and the checks of who may do what.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .. import registry
+from ..api import DeadSet, JobRecord, Queue, RetrySet, ScheduledSet, SortedEntry, SortedSet
+from ..config import Settings
+from . import display
+from .actions import Action, actions_for
+from .paging import Paging
+from .query import ListQuery
+
+#: The job sets by the name their pages go by.
+SETS: dict[str, type[SortedSet]] = {
+    "scheduled": ScheduledSet,
+    "retries": RetrySet,
+    "dead": DeadSet,
+}
+TITLES = {"scheduled": "Scheduled", "retries": "Retries", "dead": "Dead", "queue": "Queue"}
+#: The heading of the time column: what the score (or ``enqueued_at``) means on each list.
+WHEN = {"scheduled": "Run at", "retries": "Next retry", "dead": "Died", "queue": "Enqueued"}
+#: Filter choices listed in the sidebar; the rest are reached by clicking a job's name.
+MAX_CHOICES = 30
+#: Characters of an error shown in a list row.
+ERROR_IN_LIST = 140
+
+
+@dataclass
+class Row:
+    """One job as a list row, every value already text."""
+
+    #: Names the entry in a selection and in its job page's URL ("SCORE-JID", "INDEX-JID").
+    key: str
+    jid: str
+    job_name: str
+    args: str
+    queue: str
+    at: float | None
+    when: str
+    when_exact: str
+    error: str
+    retry_count: str
+    #: Why this entry is not a job (bad JSON, wrapped as djqueue.Malformed), or empty.
+    problem: str
+    #: Query string listing only jobs of this row's name.
+    filter_url: str = ""
+
+
+@dataclass
+class Choice:
+    """One entry of a sidebar filter: its label, match count (None when counts are off),
+    whether it is the current filter, and the query string selecting it."""
+
+    label: str
+    count: int | None
+    selected: bool
+    url: str
+
+
+@dataclass
+class JobList:
+    kind: str
+    title: str
+    when_label: str
+    query: ListQuery
+    paging: Paging
+    rows: list[Row]
+    #: Jobs in the queue or set now, filtered or not.
+    size: int
+    #: Jobs the search and filters kept (None when the list is not filtered).
+    matches: int | None
+    job_choices: list[Choice]
+    queue_choices: list[Choice]
+    actions: list[Action]
+    show_args: bool
+    #: The queue's name, on a queue's page.
+    queue_name: str = ""
+    #: Query strings of the other pages, for the paginator (None marks elided pages).
+    page_links: list[tuple[int | None, str]] = field(default_factory=list)
+    #: Query strings turning the sidebar's counts on or off, and dropping every filter.
+    facets_url: str = ""
+    clear_url: str = ""
+
+    @property
+    def total(self) -> int:
+        return self.size if self.matches is None else self.matches
+
+
+def source(kind: str, queue: str = "", settings: Settings | None = None) -> Queue | SortedSet:
+    """The API object a list page reads: ``"queue"`` (with its name) or a job set's name."""
+    if kind == "queue":
+        return Queue(queue, settings=settings)
+    try:
+        return SETS[kind](settings=settings)
+    except KeyError:
+        raise ValueError(f"no list named {kind!r}") from None
+
+
+def job_list(
+    kind: str, params: ListQuery, queue: str = "", settings: Settings | None = None
+) -> JobList:
+    """One page of a list, as `ListQuery` asks for it."""
+    where = source(kind, queue, settings)
+    show_args = where.settings.web_show_args
+    keep = params.filter(show_args)
+    if kind == "queue":
+        keep = type(keep)(keep.text, keep.job, "", keep.fields_only)
+    paging = Paging(params.page, 0)
+    listing = where.page(paging.offset, paging.per_page, keep, params.facets)
+    paging = Paging(params.page, listing.total)
+    now = time.time()
+    rows = [row(record, kind, show_args, now) for record in listing.records]
+    for found in rows:
+        found.filter_url = params.url(job=found.job_name)
+    job_choices = _choices(
+        "job", params, listing.names, registry.names() if not params.facets else []
+    )
+    queue_choices: list[Choice] = []
+    if kind != "queue":
+        known = [q.name for q in Queue.all(settings=where.settings)] if not params.facets else []
+        queue_choices = _choices("queue", params, listing.queues, known)
+    links = [(n, params.url(page=n) if n else "") for n in paging.links()]
+    return JobList(
+        kind=kind,
+        title=f"Queue {queue}" if kind == "queue" else TITLES[kind],
+        when_label=WHEN[kind],
+        query=params,
+        paging=paging,
+        rows=rows,
+        size=listing.size,
+        matches=listing.matches if keep else None,
+        job_choices=job_choices,
+        queue_choices=queue_choices,
+        actions=actions_for(kind),
+        show_args=show_args,
+        queue_name=queue,
+        page_links=links,
+        facets_url=params.url(facets=not params.facets, page=params.page),
+        clear_url=ListQuery(facets=params.facets).url(),
+    )
+
+
+def row(record: JobRecord, kind: str, show_args: bool, now: float | None = None) -> Row:
+    """A record as display text."""
+    if isinstance(record, SortedEntry):
+        key, at = record.key, record.at
+    else:
+        key, at = f"{record.index if record.index is not None else ''}-{record.jid or ''}", None
+        at = record.enqueued_at or record.created_at
+    error = ""
+    if record.has_error:
+        error = f"{record.error_class}: {record.error_message or ''}".strip()
+        if len(error) > ERROR_IN_LIST:
+            error = error[: ERROR_IN_LIST - 1] + "…"
+    problem = record.parse_error or ("not a job" if record.is_malformed else "")
+    count = record.retry_count
+    return Row(
+        key=key,
+        jid=record.jid or "",
+        job_name=record.display_name or "(none)",
+        args=display.args_text(record.display_args, show_args),
+        queue=record.queue or "",
+        at=at,
+        when=display.relative(at, now),
+        when_exact=display.timestamp(at),
+        error=error,
+        retry_count="" if count is None else str(count),
+        problem=problem,
+    )
+
+
+def _choices(name: str, params: ListQuery, counts: Counter[str], known: list[str]) -> list[Choice]:
+    """Sidebar entries: "All", then the names with matches (most first) when counts are on,
+    else the names the site knows (registered jobs, known queues); the current one always."""
+    current = getattr(params, name)
+    labels = [label for label, _ in counts.most_common(MAX_CHOICES)] if counts else sorted(known)
+    labels = labels[:MAX_CHOICES]
+    if current and current not in labels:
+        labels.append(current)
+    found = [Choice("All", None, not current, params.url(**{name: ""}))]
+    for label in labels:
+        count = counts.get(label, 0) if params.facets else None
+        link = params.url(**{name: label})
+        found.append(Choice(label or "(none)", count, label == current, link))
+    return found

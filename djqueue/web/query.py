@@ -1,0 +1,81 @@
+"""What a list page was asked for: page number, search text, job and queue filters, counts.
+
+Read from a query string as both frameworks hand it over (a mapping of names to strings), with
+anything unreadable falling back to the default rather than failing: a hand-edited URL shows
+page 1, not an error. `ListQuery.url` writes the links back, keeping the other parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import urlencode
+
+from ..store.listing import Filter
+
+#: Search text longer than this is cut: it is matched against every entry of the set.
+MAX_SEARCH = 200
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    page: int = 1
+    #: Search text: a jid, a job name, or text in the arguments or the error.
+    q: str = ""
+    #: Job name filter (``class``, ``display_class`` or ``wrapped``).
+    job: str = ""
+    #: Queue filter (job sets only: a queue page lists one queue).
+    queue: str = ""
+    #: Show counts beside the filter choices (Django's admin calls the parameter ``_facets``).
+    facets: bool = False
+
+    @classmethod
+    def parse(cls, params: Mapping[str, Any]) -> ListQuery:
+        def value(name: str) -> str:
+            raw = params.get(name, "")
+            return raw.strip() if isinstance(raw, str) else ""
+
+        try:
+            page = max(1, int(value("p") or 1))
+        except ValueError:
+            page = 1
+        return cls(
+            page=page,
+            q=value("q")[:MAX_SEARCH],
+            job=value("job"),
+            queue=value("queue"),
+            facets=bool(value("_facets")),
+        )
+
+    def filter(self, show_args: bool) -> Filter:
+        """The store's `Filter`; with arguments hidden, search looks at the jid, job name and
+        error only, so a search cannot reveal what the page does not show."""
+        text = json.dumps(self.q, ensure_ascii=False)[1:-1]  # as it is spelled inside the JSON
+        return Filter(text=text, job=self.job, queue=self.queue, fields_only=not show_args)
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.q or self.job or self.queue)
+
+    def params(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        if self.q:
+            found["q"] = self.q
+        if self.job:
+            found["job"] = self.job
+        if self.queue:
+            found["queue"] = self.queue
+        if self.facets:
+            found["_facets"] = "1"
+        if self.page > 1:
+            found["p"] = str(self.page)
+        return found
+
+    def url(self, **changes: Any) -> str:
+        """``?q=...&p=2`` for this query with ``changes`` (a filter change goes to page 1)."""
+        if "page" not in changes:
+            changes["page"] = 1
+        encoded = urlencode(replace(self, **changes).params())
+        return f"?{encoded}" if encoded else "?"

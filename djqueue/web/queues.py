@@ -1,0 +1,35 @@
+"""The queues page: every queue with its size and latency, and clearing one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..api import Queue
+from ..config import Settings
+from . import display
+
+
+@dataclass
+class QueueRow:
+    name: str
+    size: int
+    latency: float
+
+    @property
+    def size_text(self) -> str:
+        return display.number(self.size)
+
+    @property
+    def latency_text(self) -> str:
+        return display.latency(self.latency)
+
+
+def queues_page(settings: Settings | None = None) -> list[QueueRow]:
+    """Every queue in the ``queues`` set, by name, read in two round trips."""
+    return [QueueRow(*found) for found in Queue.summary(settings=settings)]
+
+
+def clear(name: str, settings: Settings | None = None) -> str:
+    """Delete a queue and its jobs; the message."""
+    count = Queue(name, settings=settings).clear()
+    return f"Cleared queue {name}: deleted {count:,} job{'s' if count != 1 else ''}."

@@ -1,0 +1,180 @@
+"""`djqueue.web` without a framework: listings filtered inside Redis agree with the same filter
+applied in Python, bulk actions on a filter reach every match, and the page arithmetic and
+display helpers read as a person expects."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import redis
+
+from djqueue.api import DeadSet, Filter, Queue, RetrySet
+from djqueue.web import display
+from djqueue.web.actions import run
+from djqueue.web.chart import history_svg, nice_ceiling
+from djqueue.web.lists import job_list
+from djqueue.web.paging import Paging
+from djqueue.web.query import ListQuery
+
+NAMES = ["Mailer", "Billing", "Report"]
+
+
+def fill(r: redis.Redis, key: str, n: int, seed: int = 1) -> list[dict]:
+    """``n`` varied jobs in a set (``key`` "retry"/"dead") or a queue ("queue:x")."""
+    rng = random.Random(seed)
+    items = []
+    for i in range(n):
+        item = {
+            "class": rng.choice(NAMES),
+            "args": [f"user{i}@example.com", rng.randint(0, 9)],
+            "jid": f"{i:024x}",
+            "queue": rng.choice(["mail", "bill"]),
+            "error_class": "IOError",
+            "error_message": f"timeout {rng.randint(0, 3)}",
+        }
+        if i % 7 == 0:
+            item["display_class"], item["class"] = item["class"], "Wrapper"
+        items.append(item)
+        raw = json.dumps(item, separators=(",", ":"))
+        if key.startswith("queue:"):
+            r.lpush(key, raw)
+        else:
+            r.zadd(key, {raw: 1000.0 + i})
+    return items
+
+
+def shown(item: dict) -> str:
+    return item.get("display_class") or item["class"]
+
+
+def test_a_filtered_page_is_the_python_filter_of_the_set(r: redis.Redis) -> None:
+    items = fill(r, "retry", 2500)  # more than one scan call's chunk
+    cases = [
+        (Filter(text="user1"), lambda i: "user1" in json.dumps(i, separators=(",", ":"))),
+        (Filter(job="Billing"), lambda i: shown(i) == "Billing"),
+        (Filter(job="Wrapper"), lambda i: i["class"] == "Wrapper"),
+        (
+            Filter(queue="mail", job="Report"),
+            lambda i: i["queue"] == "mail" and shown(i) == "Report",
+        ),
+        (
+            Filter(text="timeout 2", queue="bill"),
+            lambda i: i["error_message"] == "timeout 2" and i["queue"] == "bill",
+        ),
+    ]
+    for keep, want in cases:
+        expected = [i["jid"] for i in items if want(i)]
+        for offset in (0, 25, len(expected) - 5):
+            listing = RetrySet().page(max(0, offset), 25, keep)
+            assert listing.matches == len(expected), keep
+            assert [e.jid for e in listing.records] == expected[
+                max(0, offset) : max(0, offset) + 25
+            ]
+
+
+def test_search_text_is_matched_as_json_spells_it(r: redis.Redis) -> None:
+    for n, text in enumerate(['say "hi"', "naïve café", "plain"]):
+        item = {"class": "J", "args": [text], "jid": f"{n:024x}"}
+        r.zadd("retry", {json.dumps(item, ensure_ascii=False, separators=(",", ":")): n})
+    for text, jid in (('"hi"', 0), ("café", 1)):
+        page = job_list("retries", ListQuery(q=text))
+        assert [row.jid for row in page.rows] == [f"{jid:024x}"], text
+
+
+def test_fields_only_search_ignores_the_arguments(r: redis.Redis) -> None:
+    fill(r, "retry", 50)
+    assert RetrySet().page(0, 25, Filter(text="user7@")).matches == 1
+    assert RetrySet().page(0, 25, Filter(text="user7@", fields_only=True)).matches == 0
+    assert RetrySet().page(0, 25, Filter(text=f"{7:024x}", fields_only=True)).matches == 1
+
+
+def test_facets_count_each_filter_as_if_it_were_not_set(r: redis.Redis) -> None:
+    items = fill(r, "dead", 300)
+    listing = DeadSet().page(0, 25, Filter(job="Mailer", queue="bill"), facets=True)
+    bill = [i for i in items if i["queue"] == "bill"]
+    assert dict(listing.names) == {
+        n: sum(shown(i) == n for i in bill) for n in {shown(i) for i in bill}
+    }
+    mailer = [i for i in items if shown(i) == "Mailer"]
+    assert listing.queues["mail"] == sum(i["queue"] == "mail" for i in mailer)
+
+
+def test_a_queue_page_is_newest_first_with_its_size(r: redis.Redis) -> None:
+    items = fill(r, "queue:x", 60)
+    listing = Queue("x").page(25, 25)
+    assert listing.size == 60 and listing.matches is None
+    assert [j.jid for j in listing.records] == [i["jid"] for i in reversed(items)][25:50]
+    assert [j.index for j in listing.records] == list(range(25, 50))
+
+
+def test_an_action_on_every_match_reaches_all_of_them(r: redis.Redis) -> None:
+    items = fill(r, "retry", 2300)
+    billing = sum(shown(i) == "Billing" for i in items)
+    result = run("retries", "kill", every=True, keep=Filter(job="Billing"))
+    assert result.done == billing and DeadSet().size == billing
+    assert RetrySet().page(0, 1, Filter(job="Billing")).matches == 0
+    assert RetrySet().size == 2300 - billing
+    deleted = run("queue", "delete", every=True, keep=Filter(), queue="nothing")
+    assert deleted.done == 0
+
+
+def test_a_queue_filter_delete_reaches_all_matches(r: redis.Redis) -> None:
+    items = fill(r, "queue:x", 1500)
+    reports = sum(shown(i) == "Report" for i in items)
+    assert Queue("x").delete_matching(Filter(job="Report")) == reports
+    assert Queue("x").size == 1500 - reports
+
+
+def test_job_list_numbers_pages_and_links_filters(r: redis.Redis) -> None:
+    fill(r, "retry", 80)
+    page = job_list("retries", ListQuery.parse({"p": "2", "job": "Mailer", "_facets": "1"}))
+    assert page.paging.number == 2 and page.total == page.matches
+    mailer = next(c for c in page.job_choices if c.label == "Mailer")
+    assert mailer.selected and mailer.count == page.matches
+    assert page.rows[0].filter_url == "?job=Mailer&_facets=1"
+    assert page.facets_url == "?job=Mailer&p=2" and page.clear_url == "?_facets=1"
+
+
+def test_paging_arithmetic() -> None:
+    paging = Paging(7, 100_000)
+    assert paging.pages == 4000 and paging.offset == 150
+    assert paging.links() == [1, None, 5, 6, 7, 8, 9, None, 4000]
+    assert Paging(2, 60).links() == [1, 2, 3]
+    assert Paging(1, 0).pages == 1 and Paging(1, 0).first_row == 0
+    assert Paging(4, 60).beyond_end and not Paging(3, 60).beyond_end
+    assert Paging(4, 200, 25).links() == [1, 2, 3, 4, 5, 6, 7, 8]  # a gap of one is shown
+
+
+def test_a_hand_edited_query_falls_back_to_defaults() -> None:
+    query = ListQuery.parse({"p": "minus one", "q": "  x  ", "job": ["a list"]})
+    assert (query.page, query.q, query.job) == (1, "x", "")
+    assert ListQuery.parse({"q": "z" * 999}).q == "z" * 200
+    assert ListQuery(page=3, q="a b&c").url(page=4) == "?q=a+b%26c&p=4"
+    assert ListQuery(page=3, q="x").url(job="J") == "?q=x&job=J"  # a new filter: page 1
+
+
+def test_display_helpers() -> None:
+    assert display.relative(100.0, now=160.0) == "1 minute ago"
+    assert display.relative(3700.0, now=100.0) == "in 1 hour"
+    assert display.relative(100.2, now=100.0) == "just now"
+    assert display.relative(None) == ""
+    assert display.number(1234567) == "1,234,567"
+    assert display.kilobytes(153_600) == "150.0 MB"
+    assert display.latency(0) == "0" and display.latency(1.26) == "1.3 s"
+    args = [{"user": 3, "api_key": "k", "nested": [{"Password": "p"}]}, "x" * 300]
+    text = display.args_text(args, show=True)
+    assert '"api_key": "********"' in text and '"Password": "********"' in text
+    assert len(text) == display.ARGS_IN_LIST and text.endswith("…")
+    assert display.args_text(args, show=False) == "(2 arguments hidden)"
+    whole = display.payload_text({"class": "J", "args": args}, show_args=False)
+    assert "api_key" not in whole and "(2 arguments hidden)" in whole
+
+
+def test_chart_scale_and_escaping() -> None:
+    scales = [nice_ceiling(n) for n in (1, 3, 7, 40, 41, 999, 5001)]
+    assert scales == [4, 4, 8, 40, 80, 1000, 8000]
+    svg = history_svg(["2026-11-22", "2026-11-23"], [10, 0], [1, 2])
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    assert "2026-11-23: 0 processed, 2 failed" in svg
+    assert "<script" not in history_svg(["<script>"], [1], [1])
