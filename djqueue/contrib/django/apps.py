@@ -26,6 +26,7 @@ class DjQueueConfig(AppConfig):
     name = "djqueue.contrib.django"
     label = "djqueue"
     verbose_name = "djqueue"
+    default_auto_field = "django.db.models.BigAutoField"
 
     #: The `ConfigurationError` found in DJQUEUE at start-up, if any.
     settings_error: ConfigurationError | None = None

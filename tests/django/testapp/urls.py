@@ -1,3 +1,4 @@
+from django.contrib import admin
 from django.urls import path
 
 from . import views
@@ -5,4 +6,5 @@ from . import views
 urlpatterns = [
     path("orders/", views.create_order),
     path("context/", views.push_context),
+    path("admin/", admin.site.urls),
 ]

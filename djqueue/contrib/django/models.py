@@ -1,0 +1,55 @@
+"""No tables: the jobs live in Redis. These unmanaged models exist for the admin.
+
+`Job` carries djqueue's permissions: ``djqueue.view_job`` to see the pages, ``change_job`` to
+retry, run, kill, quiet and stop, ``delete_job`` to delete jobs and clear queues. The other
+models are the admin's entries for each page (its index and sidebar list models) and carry no
+permissions of their own. ``managed = False``: no migration creates a table for any of them.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Job(models.Model):
+    class Meta:
+        managed = False
+        default_permissions = ("view", "change", "delete")
+        verbose_name = "job"
+
+
+class _Page(models.Model):
+    class Meta:
+        abstract = True
+        managed = False
+        default_permissions = ()
+
+
+class Dashboard(_Page):
+    class Meta(_Page.Meta):
+        verbose_name = verbose_name_plural = "dashboard"
+
+
+class Queue(_Page):
+    class Meta(_Page.Meta):
+        verbose_name, verbose_name_plural = "queue", "queues"
+
+
+class ScheduledJob(_Page):
+    class Meta(_Page.Meta):
+        verbose_name, verbose_name_plural = "scheduled job", "scheduled"
+
+
+class RetryJob(_Page):
+    class Meta(_Page.Meta):
+        verbose_name, verbose_name_plural = "retry", "retries"
+
+
+class DeadJob(_Page):
+    class Meta(_Page.Meta):
+        verbose_name, verbose_name_plural = "dead job", "dead"
+
+
+class Busy(_Page):
+    class Meta(_Page.Meta):
+        verbose_name = verbose_name_plural = "busy"
