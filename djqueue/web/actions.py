@@ -31,16 +31,19 @@ class Action:
     permission: str
     #: Past tense, for the message: "Retried 3 jobs."
     done: str
+    #: The question before acting on every job of a list; ``{jobs}`` is "12,345 jobs".
+    question: str
 
     def confirm(self, total: int) -> str:
-        """The question before acting on every job of a list."""
-        return f"{self.label} all {total:,} job{'s' if total != 1 else ''}?"
+        return self.question.format(jobs=f"{total:,} job{'s' if total != 1 else ''}")
 
 
-RETRY = Action("retry", "Retry now", "change", "Retried")
-RUN_NOW = Action("add_to_queue", "Run now", "change", "Added to their queues")
-KILL = Action("kill", "Kill", "change", "Killed")
-DELETE = Action("delete", "Delete", "delete", "Deleted")
+RETRY = Action("retry", "Retry now", "change", "Retried", "Retry all {jobs} now?")
+RUN_NOW = Action(
+    "add_to_queue", "Run now", "change", "Added to their queues", "Run all {jobs} now?"
+)
+KILL = Action("kill", "Kill", "change", "Killed", "Kill all {jobs}?")
+DELETE = Action("delete", "Delete", "delete", "Deleted", "Delete all {jobs}?")
 
 ACTIONS: dict[str, tuple[Action, ...]] = {
     "queue": (DELETE,),

@@ -7,6 +7,7 @@ as Sidekiq's Web UI does, instead of an error.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ..api import JobRecord, Queue, SortedEntry, SortedSet
@@ -69,8 +70,9 @@ def job_page(
             rows.append(_time(label, value))
     if record.retry_count is not None:
         rows.append(Field("Retry count", str(record.retry_count)))
-    if record.retry is not None:
-        rows.append(Field("Retry", str(record.retry).lower()))
+    retry = record.item.get("retry")  # SortedEntry.retry is the action
+    if retry is not None:
+        rows.append(Field("Retry", json.dumps(retry)))
     if record.tags:
         rows.append(Field("Tags", ", ".join(record.tags)))
     error = f"{record.error_class}: {record.error_message or ''}" if record.has_error else ""

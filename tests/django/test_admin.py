@@ -155,6 +155,7 @@ def test_retry_list_and_job_page_show_the_error_and_backtrace(
     assert "card declined for order-0" in job
     assert "test_admin.py:" in job and "in `admin_fails" in job  # the decoded backtrace
     assert '"retry_count": 0' in job and "s3cret-token" not in job and "********" in job
+    assert re.search(r"<th scope=\"row\">Retry</th><td><code>5</code>", job)
 
 
 def test_scheduled_and_dead_lists(admin_client: Client) -> None:
@@ -253,7 +254,7 @@ def test_all_asks_first_then_acts_on_every_job(admin_client: Client, r: redis.Re
         "_selected_action": keys(admin_client.get(f"{ADMIN}/deadjob/")),
     }
     question = admin_client.post(f"{ADMIN}/deadjob/", form)
-    assert question.status_code == 200 and "Retry now all 30 jobs?" in question.content.decode()
+    assert question.status_code == 200 and "Retry all 30 jobs now?" in question.content.decode()
     assert DeadSet().size == 30  # nothing happened yet
     done = admin_client.post(f"{ADMIN}/deadjob/", {**form, "confirm": "yes"}, follow=True)
     assert messages(done) == ["Retried 30 jobs."]

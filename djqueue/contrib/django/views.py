@@ -9,7 +9,7 @@ first asks "Retry all 12,345 jobs?".
 
 from __future__ import annotations
 
-from importlib import resources
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
@@ -25,9 +25,9 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from djqueue.errors import RedisUnavailable
+from djqueue.web import assets, forms
 from djqueue.web import busy as web_busy
 from djqueue.web import queues as web_queues
-from djqueue.web.actions import Action, find_action, run
 from djqueue.web.dashboard import POLL_CHOICES, poll_interval
 from djqueue.web.dashboard import dashboard as read_dashboard
 from djqueue.web.job import job_page
@@ -48,8 +48,6 @@ NAV = (
 )
 #: Model name of each list kind's page.
 MODEL = {"queue": "queue", "scheduled": "scheduledjob", "retries": "retryjob", "dead": "deadjob"}
-#: Files `asset` serves from `djqueue.web`'s static folder, with their content types.
-ASSETS = {"dashboard.js": "text/javascript", "djqueue.css": "text/css"}
 
 
 def url(page: PageAdmin, model: str, suffix: str = "changelist", *args: Any) -> str:
@@ -126,10 +124,11 @@ def dashboard_live(page: PageAdmin, request: HttpRequest) -> HttpResponse:
 
 def asset(page: PageAdmin, request: HttpRequest, name: str) -> HttpResponse:
     """The dashboard's script and the pages' stylesheet, shared with the Flask dashboard."""
-    if name not in ASSETS:
+    found = assets.read(name)
+    if found is None:
         raise Http404(name)
-    body = resources.files("djqueue.web").joinpath(f"static/{name}").read_bytes()
-    response = HttpResponse(body, content_type=ASSETS[name])
+    body, content_type = found
+    response = HttpResponse(body, content_type=content_type)
     response["Cache-Control"] = "private, max-age=3600"
     return response
 
@@ -140,21 +139,14 @@ def asset(page: PageAdmin, request: HttpRequest, name: str) -> HttpResponse:
 def queues(page: PageAdmin, request: HttpRequest) -> HttpResponse:
     _need(page, request)
     if request.method == "POST":
-        _need(page, request, "delete")
-        name = request.POST.get("queue", "")
-        if request.POST.get("confirm") != "yes":
-            size = web_queues.Queue(name).size
-            return render(
-                page,
-                request,
-                "confirm.html",
-                "Are you sure?",
-                question=f"Clear queue {name}: delete all {size:,} of its jobs?",
-                fields={"queue": name},
-                back=url(page, "queue"),
-            )
-        messages.success(request, web_queues.clear(name))
-        return HttpResponseRedirect(url(page, "queue"))
+        return _answer(
+            page,
+            request,
+            url(page, "queue"),
+            forms.clear_queue,
+            request.POST,
+            allowed(page, request),
+        )
     try:
         rows = web_queues.queues_page()
     except RedisUnavailable as exc:
@@ -169,8 +161,19 @@ def queues(page: PageAdmin, request: HttpRequest) -> HttpResponse:
 def job_list(page: PageAdmin, request: HttpRequest, kind: str, name: str = "") -> HttpResponse:
     _need(page, request)
     params = ListQuery.parse(request.GET)
+    here = request.get_full_path()
     if request.method == "POST":
-        return _list_action(page, request, kind, name, params)
+        return _answer(
+            page,
+            request,
+            here,
+            forms.list_action,
+            kind,
+            request.POST,
+            params,
+            allowed(page, request),
+            queue=name,
+        )
     try:
         found = read_list(kind, params, queue=name)
     except RedisUnavailable as exc:
@@ -180,7 +183,7 @@ def job_list(page: PageAdmin, request: HttpRequest, kind: str, name: str = "") -
         url(page, model, "job", *((name, row.key) if kind == "queue" else (row.key,)))
         for row in found.rows
     ]
-    allowed = _allowed(page, request, found.actions)
+    may = allowed(page, request)
     return render(
         page,
         request,
@@ -188,62 +191,10 @@ def job_list(page: PageAdmin, request: HttpRequest, kind: str, name: str = "") -
         found.title,
         list=found,
         rows=list(zip(found.rows, job_urls, strict=True)),
-        allowed_actions=allowed,
-        list_url=request.get_full_path(),
+        allowed_actions=[a for a in found.actions if may(a.permission)],
+        list_url=here,
         clear_url=url(page, "queue") if kind == "queue" else "",
     )
-
-
-def _list_action(
-    page: PageAdmin, request: HttpRequest, kind: str, name: str, params: ListQuery
-) -> HttpResponse:
-    back = request.get_full_path()
-    try:
-        action = find_action(kind, request.POST.get("action", ""))
-    except ValueError:
-        messages.warning(request, "No action was chosen. Nothing was changed.")
-        return HttpResponseRedirect(back)
-    _need(page, request, action.permission)
-    keys = request.POST.getlist("_selected_action")
-    every = request.POST.get("select_across") == "1"
-    if not keys and not every:
-        messages.warning(
-            request, "Jobs must be selected in order to act on them. Nothing was changed."
-        )
-        return HttpResponseRedirect(back)
-    keep = params.filter(read_show_args())
-    try:
-        if every and request.POST.get("confirm") != "yes":
-            total = read_list(kind, params, queue=name).total
-            return render(
-                page,
-                request,
-                "confirm.html",
-                "Are you sure?",
-                question=action.confirm(total),
-                fields={"action": action.name, "select_across": "1"},
-                back=back,
-            )
-        result = run(kind, action.name, keys, every, keep, queue=name)
-    except RedisUnavailable as exc:
-        return _unavailable(page, request, exc)
-    (messages.success if result.ok else messages.warning)(request, result.message)
-    return HttpResponseRedirect(back)
-
-
-def _allowed(page: PageAdmin, request: HttpRequest, actions: list[Action]) -> list[Action]:
-    """The actions this user may run."""
-    can = {
-        "change": page.has_change_permission(request),
-        "delete": page.has_delete_permission(request),
-    }
-    return [a for a in actions if can[a.permission]]
-
-
-def read_show_args() -> bool:
-    import djqueue
-
-    return djqueue.get_settings().web_show_args
 
 
 def job(page: PageAdmin, request: HttpRequest, kind: str, key: str, name: str = "") -> HttpResponse:
@@ -251,28 +202,30 @@ def job(page: PageAdmin, request: HttpRequest, kind: str, key: str, name: str = 
     model = MODEL[kind]
     list_url = url(page, model, "jobs", name) if kind == "queue" else url(page, model)
     if request.method == "POST":
-        try:
-            action = find_action(kind, request.POST.get("action", ""))
-        except ValueError:
-            raise PermissionDenied from None
-        _need(page, request, action.permission)
-        result = run(kind, action.name, [key], queue=name)
-        (messages.success if result.ok else messages.warning)(request, result.message)
-        return HttpResponseRedirect(list_url)
+        return _answer(
+            page,
+            request,
+            list_url,
+            forms.job_action,
+            kind,
+            key,
+            request.POST,
+            allowed(page, request),
+            queue=name,
+        )
     try:
         found = job_page(kind, key, queue=name)
     except RedisUnavailable as exc:
         return _unavailable(page, request, exc)
-    allowed = _allowed(page, request, found.actions) if found else []
-    title = found.job_name if found else "Job not found"
+    may = allowed(page, request)
     return render(
         page,
         request,
         "job.html",
-        title,
+        found.job_name if found else "Job not found",
         job=found,
         list_url=list_url,
-        allowed_actions=allowed,
+        allowed_actions=[a for a in found.actions if may(a.permission)] if found else [],
         status=200 if found else 404,
     )
 
@@ -283,17 +236,58 @@ def job(page: PageAdmin, request: HttpRequest, kind: str, key: str, name: str = 
 def busy(page: PageAdmin, request: HttpRequest) -> HttpResponse:
     _need(page, request)
     if request.method == "POST":
-        _need(page, request, "change")
-        action = request.POST.get("action", "")
-        if action not in web_busy.SIGNALS:
-            messages.warning(request, "No action was chosen. Nothing was changed.")
-        else:
-            identity = request.POST.get("identity") or None
-            sent, message = web_busy.signal(action, identity)
-            (messages.success if sent else messages.warning)(request, message)
-        return HttpResponseRedirect(url(page, "busy"))
+        return _answer(
+            page,
+            request,
+            url(page, "busy"),
+            forms.signal_processes,
+            request.POST,
+            allowed(page, request),
+        )
     try:
         found = web_busy.busy_page()
     except RedisUnavailable as exc:
         return _unavailable(page, request, exc)
     return render(page, request, "busy.html", "Busy", busy=found)
+
+
+# -- answering a POST -------------------------------------------------------------------------
+
+
+def allowed(page: PageAdmin, request: HttpRequest) -> forms.Allowed:
+    """The check `djqueue.web.forms` asks: ``"change"`` or ``"delete"``."""
+    return lambda permission: (
+        page.has_change_permission(request)
+        if permission == "change"
+        else page.has_delete_permission(request)
+    )
+
+
+def _answer(
+    page: PageAdmin,
+    request: HttpRequest,
+    back: str,
+    handler: Callable[..., forms.Outcome],
+    *args: Any,
+    **kwargs: Any,
+) -> HttpResponse:
+    """Run a form handler: 403 when refused, the question page when it asks first, else its
+    message and a redirect to ``back`` (so a reload does not repeat the action)."""
+    try:
+        outcome = handler(*args, **kwargs)
+    except forms.Refused:
+        raise PermissionDenied from None
+    except RedisUnavailable as exc:
+        return _unavailable(page, request, exc)
+    if outcome.question:
+        return render(
+            page,
+            request,
+            "confirm.html",
+            "Are you sure?",
+            question=outcome.question,
+            fields=outcome.fields,
+            back=back,
+        )
+    (messages.success if outcome.ok else messages.warning)(request, outcome.message)
+    return HttpResponseRedirect(back)

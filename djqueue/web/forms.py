@@ -1,0 +1,117 @@
+"""What a submitted form asks for, and what the page does about it.
+
+Both UIs post the same forms (the field names of Django's changelist: ``action``,
+``_selected_action``, ``select_across``, and ``confirm`` on the question page) and hand them
+here with a permission check of their own. The answer is an `Outcome`: a question to ask
+first, or a message to show after redirecting back. A refused permission raises `Refused`,
+which the renderer answers with 403.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..api import Queue
+from ..config import Settings, get_settings
+from . import busy
+from .actions import find_action, run
+from .lists import job_list
+from .query import ListQuery
+
+#: ``allowed("change")`` / ``allowed("delete")``: may the user do that?
+Allowed = Callable[[str], bool]
+
+
+class Form(Protocol):
+    """A submitted form: Django's ``QueryDict`` and Werkzeug's ``MultiDict`` both fit."""
+
+    def get(self, key: str, default: Any = None) -> Any: ...
+
+    def getlist(self, key: str) -> list[Any]: ...
+
+
+class Refused(Exception):
+    """The user may see the page but not do this."""
+
+
+@dataclass
+class Outcome:
+    message: str = ""
+    ok: bool = True
+    #: Ask this first; the answer re-posts `fields` with ``confirm=yes``.
+    question: str = ""
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+def _need(allowed: Allowed, permission: str) -> None:
+    if not allowed(permission):
+        raise Refused(permission)
+
+
+def list_action(
+    kind: str,
+    form: Form,
+    params: ListQuery,
+    allowed: Allowed,
+    queue: str = "",
+    settings: Settings | None = None,
+) -> Outcome:
+    """An action on the selected rows of a list, or on every job it shows (asked first)."""
+    try:
+        action = find_action(kind, form.get("action") or "")
+    except ValueError:
+        return Outcome("No action was chosen. Nothing was changed.", ok=False)
+    _need(allowed, action.permission)
+    keys = [str(k) for k in form.getlist("_selected_action")]
+    every = form.get("select_across") == "1"
+    if not keys and not every:
+        return Outcome("Jobs must be selected in order to act on them. Nothing was changed.", False)
+    if every and form.get("confirm") != "yes":
+        total = job_list(kind, params, queue=queue, settings=settings).total
+        fields = {"action": action.name, "select_across": "1"}
+        return Outcome(question=action.confirm(total), fields=fields)
+    keep = params.filter((settings or get_settings()).web_show_args)
+    result = run(kind, action.name, keys, every, keep, queue=queue, settings=settings)
+    return Outcome(result.message, result.ok)
+
+
+def job_action(
+    kind: str,
+    key: str,
+    form: Form,
+    allowed: Allowed,
+    queue: str = "",
+    settings: Settings | None = None,
+) -> Outcome:
+    """An action from one job's page."""
+    try:
+        action = find_action(kind, form.get("action") or "")
+    except ValueError:
+        return Outcome("No action was chosen. Nothing was changed.", ok=False)
+    _need(allowed, action.permission)
+    result = run(kind, action.name, [key], queue=queue, settings=settings)
+    return Outcome(result.message, result.ok)
+
+
+def clear_queue(form: Form, allowed: Allowed, settings: Settings | None = None) -> Outcome:
+    """Clear the queue the form names, after asking."""
+    _need(allowed, "delete")
+    name = str(form.get("queue") or "")
+    queue = Queue(name, settings=settings)
+    if form.get("confirm") != "yes":
+        question = f"Clear queue {name}: delete all {queue.size:,} of its jobs?"
+        return Outcome(question=question, fields={"queue": name})
+    count = queue.clear()
+    return Outcome(f"Cleared queue {name}: deleted {count:,} job{'s' if count != 1 else ''}.")
+
+
+def signal_processes(form: Form, allowed: Allowed, settings: Settings | None = None) -> Outcome:
+    """Quiet or stop one process (``identity``) or all of them."""
+    _need(allowed, "change")
+    action = form.get("action") or ""
+    if action not in busy.SIGNALS:
+        return Outcome("No action was chosen. Nothing was changed.", ok=False)
+    sent, message = busy.signal(action, form.get("identity") or None, settings)
+    return Outcome(message, ok=bool(sent))

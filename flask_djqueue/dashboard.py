@@ -1,0 +1,291 @@
+"""The dashboard blueprint: the Django admin's djqueue pages, for a Flask app.
+
+Every page is computed by `djqueue.web`; the views here only check access, call it with the
+app's settings, and render Jinja templates. Access is the app's decision: ``auth(permission)``
+is called with ``"view"``, ``"change"`` (retry, run, kill, quiet, stop) or ``"delete"``
+(delete, clear) and returns True, False (403), or a response of its own (a redirect to a login
+page, say). Without ``auth`` the blueprint refuses to register unless the app is in debug
+mode: these pages delete jobs and stop workers. Forms carry a CSRF token kept in the session::
+
+    from flask_djqueue.dashboard import dashboard_blueprint
+
+    app.register_blueprint(
+        dashboard_blueprint(auth=lambda permission: current_user.is_admin),
+        url_prefix="/admin/jobs",
+    )
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    flash,
+    get_flashed_messages,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+from flask.blueprints import BlueprintSetupState
+
+from djqueue.config import Settings
+from djqueue.errors import RedisUnavailable
+from djqueue.web import assets, forms
+from djqueue.web import busy as web_busy
+from djqueue.web import queues as web_queues
+from djqueue.web.dashboard import POLL_CHOICES, poll_interval
+from djqueue.web.dashboard import dashboard as read_dashboard
+from djqueue.web.job import job_page
+from djqueue.web.lists import job_list as read_list
+from djqueue.web.query import ListQuery
+
+#: ``auth(permission)`` -> True, False, or a response to send instead.
+Auth = Callable[[str], Any]
+#: The session key of the CSRF token, and the form field that must repeat it.
+CSRF_KEY = "_djqueue_csrf"
+CSRF_FIELD = "csrf_token"
+#: The list pages: URL segment -> `djqueue.web.lists` kind.
+LISTS = {"scheduled": "scheduled", "retries": "retries", "dead": "dead"}
+NAV = (
+    ("Dashboard", "index"),
+    ("Queues", "queues"),
+    ("Scheduled", "scheduled"),
+    ("Retries", "retries"),
+    ("Dead", "dead"),
+    ("Busy", "busy"),
+)
+
+
+def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard") -> Blueprint:
+    """A blueprint of the dashboard's pages (default URL prefix ``/djqueue``)."""
+    bp = Blueprint(name, __name__, template_folder="templates", url_prefix="/djqueue")
+    pages = _Pages(bp, auth)
+    bp.record_once(pages.check_app)
+    bp.before_request(pages.guard)
+    bp.context_processor(pages.context)
+    for rule, view, methods in (
+        ("/", pages.index, ["GET"]),
+        ("/live", pages.live, ["GET"]),
+        ("/assets/<name>", pages.asset, ["GET"]),
+        ("/queues", pages.queues, ["GET", "POST"]),
+        ("/queues/<queue>", pages.queue, ["GET", "POST"]),
+        ("/queues/<queue>/job/<key>", pages.queue_job, ["GET", "POST"]),
+        ("/busy", pages.busy, ["GET", "POST"]),
+    ):
+        bp.add_url_rule(rule, view.__name__, view, methods=methods)
+    for segment in LISTS:
+        bp.add_url_rule(f"/{segment}", segment, pages.job_set, methods=["GET", "POST"])
+        bp.add_url_rule(
+            f"/{segment}/<key>", f"{segment}_job", pages.set_job, methods=["GET", "POST"]
+        )
+    return bp
+
+
+class _Pages:
+    """The views of one blueprint, sharing its ``auth``."""
+
+    def __init__(self, bp: Blueprint, auth: Auth | None) -> None:
+        self.bp = bp
+        self.auth = auth
+
+    # -- registration and every request -------------------------------------------------------
+
+    def check_app(self, state: BlueprintSetupState) -> None:
+        app = state.app
+        if self.auth is None and not app.debug:
+            raise RuntimeError(
+                "flask_djqueue dashboard: pass auth=... to dashboard_blueprint(): without it "
+                "anyone could delete jobs and stop workers, so it only runs in debug mode"
+            )
+        if not app.secret_key:
+            raise RuntimeError(
+                "flask_djqueue dashboard: set SECRET_KEY: the dashboard's forms carry a CSRF "
+                "token kept in the session"
+            )
+        csrf = app.extensions.get("csrf")  # Flask-WTF's CSRFProtect: the token here is ours
+        if csrf is not None and hasattr(csrf, "exempt"):
+            csrf.exempt(self.bp)
+
+    def allowed(self, permission: str) -> bool:
+        return self.auth is None or self.auth(permission) is True
+
+    def guard(self) -> Any:
+        """Every request: may view (or the auth's own response); POSTs: the CSRF token."""
+        if self.auth is not None:
+            answer = self.auth("view")
+            if answer is not True:
+                return answer if isinstance(answer, Response) else abort(403)
+        if request.method == "POST":
+            sent = request.form.get(CSRF_FIELD, "")
+            kept = session.get(CSRF_KEY, "")
+            if not kept or not hmac.compare_digest(str(sent), str(kept)):
+                abort(400, "CSRF token missing or wrong: reload the page and try again")
+        return None
+
+    def context(self) -> dict[str, Any]:
+        if CSRF_KEY not in session:
+            session[CSRF_KEY] = secrets.token_urlsafe(32)
+        endpoint = (request.endpoint or "").rpartition(".")[2]
+        current = endpoint.removesuffix("_job") if endpoint != "queue_job" else "queues"
+        current = "queues" if current == "queue" else current
+        nav = [(label, self.url(view), view == current) for label, view in NAV]
+        return {
+            "djqueue_nav": nav,
+            "csrf_token": session[CSRF_KEY],
+            "asset": lambda name: self.url("asset", name=name),
+            "may": self.allowed,
+            "messages": get_flashed_messages(with_categories=True),
+        }
+
+    def url(self, view: str, **values: Any) -> str:
+        return url_for(f"{self.bp.name}.{view}", **values)
+
+    @property
+    def settings(self) -> Settings | None:
+        """The app's djqueue settings (`flask_djqueue.DjQueue`), else the process's."""
+        extension = current_app.extensions.get("djqueue")
+        return getattr(extension, "settings", None)
+
+    def render(self, template: str, title: str, status: int = 200, **values: Any) -> Any:
+        html = render_template(f"djqueue_dashboard/{template}", title=title, **values)
+        return html, status
+
+    def unavailable(self, error: RedisUnavailable) -> Any:
+        return self.render("unavailable.html", "Redis is unavailable", 503, error=error)
+
+    def answer(
+        self, back: str, handler: Callable[..., forms.Outcome], *args: Any, **kw: Any
+    ) -> Any:
+        """Run a `djqueue.web.forms` handler: 403, the question page, or flash and redirect."""
+        try:
+            outcome = handler(*args, allowed=self.allowed, settings=self.settings, **kw)
+        except forms.Refused:
+            abort(403)
+        except RedisUnavailable as exc:
+            return self.unavailable(exc)
+        if outcome.question:
+            return self.render(
+                "confirm.html",
+                "Are you sure?",
+                question=outcome.question,
+                fields=outcome.fields,
+                back=back,
+            )
+        flash(outcome.message, "success" if outcome.ok else "warning")
+        return redirect(back)
+
+    # -- pages --------------------------------------------------------------------------------
+
+    def index(self) -> Any:
+        try:
+            found = read_dashboard(self.settings)
+        except RedisUnavailable as exc:
+            return self.unavailable(exc)
+        links = {kind: self.url(kind) for kind in LISTS}
+        links.update(queues=self.url("queues"), busy=self.url("busy"))
+        return self.render(
+            "dashboard.html",
+            "Dashboard",
+            dashboard=found,
+            figure_links=[(f, links.get(f.link, "")) for f in found.figures],
+            poll=poll_interval(request.args.get("poll")),
+            poll_choices=POLL_CHOICES,
+        )
+
+    def live(self) -> Any:
+        try:
+            return jsonify(read_dashboard(self.settings).live())
+        except RedisUnavailable as exc:
+            return jsonify(error=str(exc)), 503
+
+    def asset(self, name: str) -> Any:
+        found = assets.read(name)
+        if found is None:
+            abort(404)
+        body, content_type = found
+        return Response(body, content_type=content_type, headers={"Cache-Control": "max-age=3600"})
+
+    def queues(self) -> Any:
+        if request.method == "POST":
+            return self.answer(self.url("queues"), forms.clear_queue, request.form)
+        try:
+            rows = web_queues.queues_page(self.settings)
+        except RedisUnavailable as exc:
+            return self.unavailable(exc)
+        links = [(row, self.url("queue", queue=row.name)) for row in rows]
+        return self.render("queues.html", "Queues", rows=links)
+
+    def queue(self, queue: str) -> Any:
+        return self._list("queue", queue)
+
+    def job_set(self) -> Any:
+        return self._list(LISTS[(request.endpoint or "").rpartition(".")[2]])
+
+    def _list(self, kind: str, queue: str = "") -> Any:
+        params = ListQuery.parse(request.args)
+        here = request.full_path.rstrip("?")
+        if request.method == "POST":
+            return self.answer(here, forms.list_action, kind, request.form, params, queue=queue)
+        try:
+            found = read_list(kind, params, queue=queue, settings=self.settings)
+        except RedisUnavailable as exc:
+            return self.unavailable(exc)
+        job_urls = [self._job_url(kind, row.key, queue) for row in found.rows]
+        return self.render(
+            "job_list.html",
+            found.title,
+            list=found,
+            rows=list(zip(found.rows, job_urls, strict=True)),
+            allowed_actions=[a for a in found.actions if self.allowed(a.permission)],
+            list_url=here,
+        )
+
+    def _job_url(self, kind: str, key: str, queue: str) -> str:
+        if kind == "queue":
+            return self.url("queue_job", queue=queue, key=key)
+        return self.url(f"{kind}_job", key=key)
+
+    def queue_job(self, queue: str, key: str) -> Any:
+        return self._job("queue", key, queue)
+
+    def set_job(self, key: str) -> Any:
+        segment = (request.endpoint or "").rpartition(".")[2].removesuffix("_job")
+        return self._job(LISTS[segment], key)
+
+    def _job(self, kind: str, key: str, queue: str = "") -> Any:
+        back = self.url("queue", queue=queue) if kind == "queue" else self.url(kind)
+        if request.method == "POST":
+            return self.answer(back, forms.job_action, kind, key, request.form, queue=queue)
+        try:
+            found = job_page(kind, key, queue=queue, settings=self.settings)
+        except RedisUnavailable as exc:
+            return self.unavailable(exc)
+        return self.render(
+            "job.html",
+            found.job_name if found else "Job not found",
+            200 if found else 404,
+            job=found,
+            list_url=back,
+            allowed_actions=[a for a in found.actions if self.allowed(a.permission)]
+            if found
+            else [],
+        )
+
+    def busy(self) -> Any:
+        if request.method == "POST":
+            return self.answer(self.url("busy"), forms.signal_processes, request.form)
+        try:
+            found = web_busy.busy_page(self.settings)
+        except RedisUnavailable as exc:
+            return self.unavailable(exc)
+        return self.render("busy.html", "Busy", busy=found)

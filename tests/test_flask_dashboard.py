@@ -1,0 +1,258 @@
+"""The Flask dashboard blueprint through Flask's test client: every page and action, the app's
+auth callback, CSRF, and the refusal to run without auth outside debug mode."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import flask
+import pytest
+import redis
+
+import djqueue
+from djqueue.api import DeadSet, Queue, RetrySet, ScheduledSet
+from flask_djqueue import DjQueue
+from flask_djqueue.dashboard import dashboard_blueprint
+from tests.worker_support import Running, wait_for
+
+
+@djqueue.job(name="flask_dash.fails", retry=3, backtrace=True)
+def fails(label: str) -> None:
+    raise RuntimeError(f"printer on fire: {label}")
+
+
+@djqueue.job(name="flask_dash.ok")
+def ok(n: int) -> None:
+    pass
+
+
+class Access:
+    """What the test's auth callback allows; ``asked`` records each question."""
+
+    def __init__(self) -> None:
+        self.permissions = {"view", "change", "delete"}
+        self.asked: list[str] = []
+
+    def __call__(self, permission: str) -> bool:
+        self.asked.append(permission)
+        return permission in self.permissions
+
+
+@pytest.fixture
+def access() -> Access:
+    return Access()
+
+
+@pytest.fixture
+def app(redis_url: str, access: Access) -> Iterator[flask.Flask]:
+    app = flask.Flask("dashboard_test")
+    app.config.update(SECRET_KEY="test", DJQUEUE_REDIS_URL=redis_url)
+    DjQueue(app)
+    app.register_blueprint(dashboard_blueprint(auth=access), url_prefix="/jobs")
+    yield app
+
+
+@pytest.fixture
+def client(app: flask.Flask) -> Any:
+    return app.test_client()
+
+
+def token(client: Any, url: str = "/jobs/") -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', client.get(url).text)
+    if found is None:  # a page without a form: the session has the token once any page ran
+        with client.session_transaction() as session:
+            return str(session["_djqueue_csrf"])
+    return found[1]
+
+
+def keys(page: Any) -> list[str]:
+    return re.findall(r'name="_selected_action" value="([^"]+)"', page.text)
+
+
+def flashed(page: Any) -> list[str]:
+    return re.findall(r'<li class="(?:success|warning)">([^<]*)</li>', page.text)
+
+
+@pytest.fixture
+def failed(worker: Callable[..., Running]) -> Callable[[int], list[str]]:
+    def make(n: int) -> list[str]:
+        running = worker()
+        jids = [str(fails.perform_async(f"p{i}")) for i in range(n)]
+        wait_for(lambda: RetrySet().size >= n)
+        running.stop()
+        return jids
+
+    return make
+
+
+def test_every_page_renders(
+    client: Any, failed: Callable[[int], list[str]], r: redis.Redis
+) -> None:
+    (jid,) = failed(1)
+    soon = str(ok.perform_in(600, 1))
+    queued = str(ok.perform_async(2))
+    DeadSet().kill({"class": "Ruby::Job", "args": [1], "jid": "d" * 24, "queue": "q"})
+    dashboard = client.get("/jobs/")
+    assert dashboard.status_code == 200 and 'data-figure="retries">1<' in dashboard.text
+    assert "<svg" in dashboard.text
+    assert client.get("/jobs/live").json["figures"]["scheduled"] == "1"
+    assert client.get("/jobs/assets/dashboard.js").status_code == 200
+    assert client.get("/jobs/assets/nope.py").status_code == 404
+    assert "default" in client.get("/jobs/queues").text
+    assert queued in client.get("/jobs/queues/default").text
+    assert soon in client.get("/jobs/scheduled").text
+    retries = client.get("/jobs/retries")
+    assert jid in retries.text and "printer on fire: p0" in retries.text
+    assert "Ruby::Job" in client.get("/jobs/dead").text
+    (key,) = keys(retries)
+    job = client.get(f"/jobs/retries/{key}")
+    assert job.status_code == 200 and "in `fails" in job.text.replace("&#39;", "'")
+    assert client.get("/jobs/busy").status_code == 200
+    found = client.get("/jobs/retries?q=p0&_facets=1")
+    assert "flask_dash.fails (1)" in found.text and "1 result (" in found.text
+
+
+def test_actions(client: Any, failed: Callable[[int], list[str]]) -> None:
+    failed(3)
+    csrf = token(client)
+    listing = client.get("/jobs/retries")
+    first, second, third = keys(listing)
+    jids = re.findall(r'<tr data-jid="([^"]+)"', listing.text)
+    done = client.post(
+        "/jobs/retries",
+        data={"csrf_token": csrf, "action": "retry", "_selected_action": first},
+        follow_redirects=True,
+    )
+    assert flashed(done) == ["Retried 1 job."] and [j.jid for j in Queue().jobs()] == [jids[0]]
+    client.post(
+        "/jobs/retries", data={"csrf_token": csrf, "action": "kill", "_selected_action": second}
+    )
+    assert [e.jid for e in DeadSet()] == [jids[1]]
+    client.post(f"/jobs/retries/{third}", data={"csrf_token": csrf, "action": "delete"})
+    assert RetrySet().size == 0
+    ask = client.post(
+        "/jobs/dead", data={"csrf_token": csrf, "action": "retry", "select_across": "1"}
+    )
+    assert "Retry all 1 job now?" in ask.text and DeadSet().size == 1
+    client.post(
+        "/jobs/dead",
+        data={"csrf_token": csrf, "action": "retry", "select_across": "1", "confirm": "yes"},
+    )
+    assert DeadSet().size == 0 and Queue().size == 2
+
+
+def test_run_now_clear_and_moved_jobs(client: Any) -> None:
+    csrf = token(client)
+    ok.perform_in(600, 1)
+    (key,) = keys(client.get("/jobs/scheduled"))
+    ScheduledSet().entry(key).add_to_queue()  # the poller got there first
+    moved = client.post(
+        "/jobs/scheduled",
+        data={"csrf_token": csrf, "action": "add_to_queue", "_selected_action": key},
+        follow_redirects=True,
+    )
+    assert "was no longer there" in flashed(moved)[0]
+    assert client.get(f"/jobs/scheduled/{key}").status_code == 404
+    ask = client.post("/jobs/queues", data={"csrf_token": csrf, "queue": "default"})
+    assert "Clear queue default: delete all 1 of its jobs?" in ask.text
+    client.post("/jobs/queues", data={"csrf_token": csrf, "queue": "default", "confirm": "yes"})
+    assert Queue().size == 0
+
+
+def test_quiet_and_stop(client: Any, worker: Callable[..., Running]) -> None:
+    running = worker()
+    page = client.get("/jobs/busy")
+    assert running.identity in page.text
+    csrf = token(client, "/jobs/busy")
+    client.post(
+        "/jobs/busy", data={"csrf_token": csrf, "action": "quiet", "identity": running.identity}
+    )
+    wait_for(lambda: running.launcher.manager.quiet)
+    client.post("/jobs/busy", data={"csrf_token": csrf, "action": "stop"})
+    running.thread.join(20)
+    assert not running.thread.is_alive()
+
+
+def test_post_without_the_csrf_token_is_refused(client: Any) -> None:
+    ok.perform_async(1)
+    client.get("/jobs/")
+    refused = client.post("/jobs/queues", data={"queue": "default", "confirm": "yes"})
+    assert refused.status_code == 400 and Queue().size == 1
+    wrong = client.post(
+        "/jobs/queues", data={"queue": "default", "confirm": "yes", "csrf_token": "x"}
+    )
+    assert wrong.status_code == 400 and Queue().size == 1
+
+
+def test_the_apps_auth_decides(
+    client: Any, access: Access, failed: Callable[[int], list[str]]
+) -> None:
+    failed(1)
+    csrf = token(client)
+    (key,) = keys(client.get("/jobs/retries"))
+    access.permissions = {"view"}
+    page = client.get("/jobs/retries")
+    assert page.status_code == 200 and 'name="action"' not in page.text
+    refused = client.post(
+        "/jobs/retries", data={"csrf_token": csrf, "action": "retry", "_selected_action": key}
+    )
+    assert refused.status_code == 403 and RetrySet().size == 1
+    access.permissions = set()
+    assert client.get("/jobs/").status_code == 403
+    assert client.get("/jobs/live").status_code == 403
+
+
+def test_auth_may_answer_with_its_own_response(redis_url: str) -> None:
+    app = flask.Flask("redirecting")
+    app.config.update(SECRET_KEY="k", DJQUEUE_REDIS_URL=redis_url)
+    DjQueue(app)
+    app.register_blueprint(dashboard_blueprint(auth=lambda permission: flask.redirect("/login")))
+    answer = app.test_client().get("/djqueue/")
+    assert answer.status_code == 302 and answer.headers["Location"] == "/login"
+
+
+def test_no_auth_is_refused_outside_debug_mode(redis_url: str) -> None:
+    app = flask.Flask("no_auth")
+    app.config.update(SECRET_KEY="k", DJQUEUE_REDIS_URL=redis_url)
+    with pytest.raises(RuntimeError, match="pass auth=.*only runs in debug mode"):
+        app.register_blueprint(dashboard_blueprint())
+    debug = flask.Flask("no_auth_debug")
+    debug.config.update(SECRET_KEY="k", DJQUEUE_REDIS_URL=redis_url)
+    debug.debug = True
+    debug.register_blueprint(dashboard_blueprint())
+    assert debug.test_client().get("/djqueue/").status_code == 200
+
+
+def test_a_secret_key_is_required(redis_url: str) -> None:
+    app = flask.Flask("no_secret")
+    with pytest.raises(RuntimeError, match="set SECRET_KEY"):
+        app.register_blueprint(dashboard_blueprint(auth=lambda p: True))
+
+
+def test_sidekiq_data_and_bad_entries(client: Any, r: redis.Redis) -> None:
+    item = {
+        "class": "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper",
+        "wrapped": "InvoiceJob",
+        "args": [{"job_class": "InvoiceJob", "arguments": [7]}],
+        "jid": "a" * 24,
+        "queue": "mailers",
+        "enqueued_at": int(time.time() * 1000) - 60_000,
+    }
+    r.zadd("retry", {json.dumps(item): time.time() + 60, "{broken": time.time() + 61})
+    page = client.get("/jobs/retries")
+    assert page.status_code == 200 and "InvoiceJob" in page.text and "not JSON" in page.text
+
+
+def test_redis_down_shows_a_clear_page(redis_url: str) -> None:
+    app = flask.Flask("down")
+    app.config.update(
+        SECRET_KEY="k", DJQUEUE_REDIS_URL="redis://127.0.0.1:1/0", DJQUEUE_CONNECT_TIMEOUT=0.2
+    )
+    DjQueue(app)
+    app.register_blueprint(dashboard_blueprint(auth=lambda p: True))
+    page = app.test_client().get("/djqueue/retries")
+    assert page.status_code == 503 and "127.0.0.1:1" in page.text
