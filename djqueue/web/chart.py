@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-WIDTH, HEIGHT = 800, 220
-LEFT, RIGHT, TOP, BOTTOM = 56, 12, 16, 28
+WIDTH, HEIGHT = 800, 236
+LEFT, RIGHT, TOP, BOTTOM = 56, 28, 32, 28
 SERIES = (("processed", "#2e7d32"), ("failed", "#c62828"))
 
 
@@ -37,16 +37,16 @@ def history_svg(days: Sequence[str], processed: Sequence[int], failed: Sequence[
         value = top * step // 4
         parts.append(
             f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(value):.1f}" y2="{y(value):.1f}" '
-            'stroke="#ddd" stroke-width="1"/>'
+            'stroke="currentColor" stroke-opacity="0.2" stroke-width="1"/>'
             f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="11" '
-            f'fill="#666">{value:,}</text>'
+            f'fill="currentColor">{value:,}</text>'
         )
     label_every = max(1, count // 6)
     for n, day in enumerate(days):
         if (count - 1 - n) % label_every == 0:
             parts.append(
                 f'<text x="{x(n):.1f}" y="{HEIGHT - 8}" text-anchor="middle" font-size="11" '
-                f'fill="#666">{escape(day[5:])}</text>'
+                f'fill="currentColor">{escape(day[5:])}</text>'
             )
     for (name, colour), values in zip(SERIES, (processed, failed), strict=True):
         points = " ".join(f"{x(n):.1f},{y(v):.1f}" for n, v in enumerate(values))
@@ -62,10 +62,10 @@ def history_svg(days: Sequence[str], processed: Sequence[int], failed: Sequence[
             f'fill="transparent"><title>{escape(title)}</title></rect>'
         )
     for n, (name, colour) in enumerate(SERIES):
-        left = LEFT + 8 + n * 100
+        left = LEFT + n * 100
         parts.append(
-            f'<rect x="{left}" y="{TOP}" width="10" height="10" fill="{colour}"/>'
-            f'<text x="{left + 14}" y="{TOP + 9}" font-size="11" fill="#333">{name}</text>'
+            f'<rect x="{left}" y="6" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{left + 14}" y="15" font-size="11" fill="currentColor">{name}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)

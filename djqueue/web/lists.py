@@ -12,7 +12,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .. import registry
 from ..api import DeadSet, JobRecord, Queue, RetrySet, ScheduledSet, SortedEntry, SortedSet
 from ..config import Settings
 from . import display
@@ -122,9 +121,8 @@ def job_list(
     rows = [row(record, kind, show_args, now) for record in listing.records]
     for found in rows:
         found.filter_url = params.url(job=found.job_name)
-    job_choices = _choices(
-        "job", params, listing.names, registry.names() if not params.facets else []
-    )
+    on_page = sorted({r.job_name for r in rows}) if not params.facets else []
+    job_choices = _choices("job", params, listing.names, on_page)
     queue_choices: list[Choice] = []
     if kind != "queue":
         known = [q.name for q in Queue.all(settings=where.settings)] if not params.facets else []
@@ -181,7 +179,7 @@ def row(record: JobRecord, kind: str, show_args: bool, now: float | None = None)
 
 def _choices(name: str, params: ListQuery, counts: Counter[str], known: list[str]) -> list[Choice]:
     """Sidebar entries: "All", then the names with matches (most first) when counts are on,
-    else the names the site knows (registered jobs, known queues); the current one always."""
+    else the names at hand (the jobs on the page, the known queues); the current one always."""
     current = getattr(params, name)
     labels = [label for label, _ in counts.most_common(MAX_CHOICES)] if counts else sorted(known)
     labels = labels[:MAX_CHOICES]

@@ -45,6 +45,15 @@ class PageAdmin(admin.ModelAdmin):
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
 
+    def get_model_perms(self, request: HttpRequest) -> dict[str, bool]:
+        """What the admin index offers: a "View" link (actions live on the pages)."""
+        return {
+            "add": False,
+            "change": False,
+            "delete": False,
+            "view": self.has_view_permission(request),
+        }
+
     def url_name(self, suffix: str) -> str:
         return f"{self.opts.app_label}_{self.opts.model_name}_{suffix}"
 
