@@ -24,9 +24,7 @@ from django.contrib.auth.models import User
 
 import djqueue
 from djqueue.api import DeadSet, Queue, RetrySet, Stats
-from tests.worker_support import Running, wait_for
-
-from .browser import (
+from tests.browser import (
     VIEWPORT,
     Problems,
     expect,
@@ -37,6 +35,7 @@ from .browser import (
     sync_playwright,
     update_docs_screenshot,
 )
+from tests.worker_support import Running, wait_for
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page

@@ -4,7 +4,7 @@
 (function () {
   "use strict";
   const form = document.getElementById("changelist-form");
-  if (!form) return;
+  if (!form || !form.querySelector(".actions")) return;  // an empty list: nothing to select
   const boxes = Array.from(form.querySelectorAll("input.action-select"));
   const toggle = document.getElementById("action-toggle");
   const counter = form.querySelector(".action-counter");

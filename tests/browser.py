@@ -1,6 +1,7 @@
-"""What the admin's browser tests need around Playwright: Debian's Chromium (never a browser
-Playwright downloads), logging in through the real form, screenshots, and a record of what
-went wrong in the page (script errors, failed requests) that the tests assert is empty."""
+"""What the browser tests (the admin's, the Flask dashboard's) need around Playwright:
+Debian's Chromium (never a browser Playwright downloads), logging in through the admin's form,
+screenshots, and a record of what went wrong in the page (script errors, failed requests) that
+the tests assert is empty."""
 
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ except ImportError:  # the tests skip (fail in CI) with MISSING_PLAYWRIGHT
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, Response
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 MISSING_CHROMIUM = (
     f"Chromium not found at {CHROMIUM}: install it (Debian/Ubuntu: apt-get install chromium "
-    "chromium-driver) so the admin's browser tests can drive it; Playwright's own browsers "
+    "chromium-driver) so the browser tests can drive it; Playwright's own browsers "
     "are not used"
 )
 MISSING_PLAYWRIGHT = (
@@ -95,10 +96,10 @@ def log_in(page: Page, username: str, password: str) -> None:
     page.wait_for_url("**/admin/")
 
 
-def screenshot(page: Page, name: str, **options: Any) -> Path:
-    """The whole page as ``tests/screenshots/admin-NAME.png``."""
+def screenshot(page: Page, name: str, prefix: str = "admin", **options: Any) -> Path:
+    """The whole page as ``tests/screenshots/PREFIX-NAME.png``."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"admin-{name}.png"
+    path = SCREENSHOTS / f"{prefix}-{name}.png"
     page.screenshot(path=str(path), full_page=True, animations="disabled", **options)
     return path
 
