@@ -1,0 +1,481 @@
+"""What an admin list page costs on a big list: the retry set and one queue, 100,000 jobs each,
+read as the Django admin reads them, on a private redis-server.
+
+Run from the repository root::
+
+    python -m bench.admin_pages                # 100,000 jobs per list, 5 rounds
+    python -m bench.admin_pages --jobs 20000 --rounds 3
+
+Every case is timed at two layers:
+
+- **page model**: ``djqueue.web.lists.job_list(kind, ListQuery.parse(params), queue=...)``, the
+  framework-free page the Django admin and the Flask dashboard both draw: the Redis reads, the
+  rows as display text, the paginator's and the sidebar's links.
+- **admin page**: the whole Django request through the test ``Client``, logged in as a
+  superuser (``GET /admin/djqueue/retryjob/?...``, ``/admin/djqueue/queue/default/?...``):
+  sessions, authentication, the admin's context and the template on top of the page model.
+
+The cases, on each list: page 1 and page 500 (25 rows a page); a search (``?q=``) matching about
+10 % of the jobs, page 1 and its last page (page 500 when there is one; 10 % of 100,000 jobs is
+400 pages); a job-name filter (``?job=``) page 1; and the sidebar with counts (``?_facets=1``)
+page 1. A plain page is one MULTI (a slice and the size); a filtered page or one with counts is
+found inside Redis by ``scan.lua``, which reads the whole list to count the matches.
+
+The queue's jobs are pushed through djqueue's own client: ``perform_later`` of eight registered
+jobs (``shop.jobs.*``, in unequal shares), in ``batched`` blocks of 1,000 (one round trip per
+block). The retry set's entries mimic what a worker writes for a failed job, built with the
+functions the worker calls: the client's ``normalize``; the job run through
+``djqueue.executor.run`` (server middleware included) until it raises, so the traceback is a
+real one; ``djqueue.retry.record_failure`` (``error_class``, ``error_message``, ``failed_at``,
+``retry_count``, ``retried_at``, and ``error_backtrace`` for the two jobs with the
+``backtrace`` option); ``dumps``; and a score of the last failure plus ``default_delay``. Only
+the write differs: pipelined ZADDs, not ``retry_later.lua`` out of a working list. Arguments
+look like a shop's (an order id and a dict with a customer, a region and a few fields).
+
+Two baselines run in the same command, because this machine's load moves every figure: a bare
+redis-py ``ZCARD`` + ``ZRANGE retry 0 24 WITHSCORES`` in one MULTI (what a plain page of the
+retry set asks of Redis), and ``GET /admin/`` (the admin's index: a Django admin page that
+reads no Redis), each timed at the start and at the end of every round. Each round runs every
+case once, in turn, so load from elsewhere hits them alike; the median of the rounds is
+printed, in milliseconds, with the time Redis spent in ``scan.lua`` for the page model (INFO
+commandstats) and the admin page's time as a multiple of the index's. The target is under
+200 ms a page; it is shown, not asserted. The Django side uses ``tests.django.settings`` with
+SQLite in a temporary file (DATABASE_URL is ignored), removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+import redis
+
+if __package__ in (None, ""):  # run as a file: make the repository importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.redis_server import BenchRedis
+
+PER_PAGE = 25
+TARGET_MS = 200.0
+QUEUE = "default"
+#: Search text: one region of ten, in every job's arguments.
+SEARCH = "ap-south-1"
+REGIONS = (
+    "us-east-1",
+    "us-east-2",
+    "us-west-2",
+    "eu-west-1",
+    "eu-central-1",
+    "eu-north-1",
+    SEARCH,
+    "ap-northeast-1",
+    "sa-east-1",
+    "ca-central-1",
+)
+#: Job name, share of the jobs (in twentieths), queue in the retry set, ``backtrace`` option.
+JOBS: tuple[tuple[str, int, str, Any], ...] = (
+    ("shop.jobs.send_receipt", 6, "mailers", False),
+    ("shop.jobs.charge_card", 4, "critical", True),
+    ("shop.jobs.sync_inventory", 3, "default", 10),
+    ("shop.jobs.generate_invoice", 2, "default", False),
+    ("shop.jobs.resize_image", 2, "low", False),
+    ("shop.jobs.notify_webhook", 1, "default", False),
+    ("shop.jobs.refresh_search_index", 1, "low", False),
+    ("shop.jobs.export_report", 1, "low", False),
+)
+#: The job-name filter's case: a fifth of the jobs.
+FILTER_JOB = "shop.jobs.charge_card"
+
+
+class PaymentDeclined(Exception):
+    pass
+
+
+class UpstreamTimeout(Exception):
+    pass
+
+
+for _error in (PaymentDeclined, UpstreamTimeout):
+    _error.__module__ = "shop.errors"
+
+#: What each job fails with in the retry set.
+ERRORS: dict[str, list[tuple[type[BaseException], str]]] = {
+    "shop.jobs.send_receipt": [
+        (ConnectionRefusedError, "[Errno 111] Connection refused (smtp.internal:587)"),
+        (TimeoutError, "timed out sending receipt for order {order}"),
+    ],
+    "shop.jobs.charge_card": [
+        (PaymentDeclined, "card declined for order {order}: insufficient_funds"),
+        (UpstreamTimeout, "payment gateway did not answer in 30s (order {order})"),
+    ],
+    "shop.jobs.sync_inventory": [
+        (KeyError, "sku-{order}"),
+        (UpstreamTimeout, "warehouse API did not answer in 10s"),
+    ],
+    "shop.jobs.generate_invoice": [(ValueError, "order {order} has no billing address")],
+    "shop.jobs.resize_image": [(OSError, "cannot identify image file 'uploads/{order}.jpg'")],
+    "shop.jobs.notify_webhook": [(ConnectionError, "HTTP 502 from https://hooks.example.com/")],
+    "shop.jobs.refresh_search_index": [(TimeoutError, "search cluster timed out")],
+    "shop.jobs.export_report": [(MemoryError, "")],
+}
+
+
+def job_names(n: int, rng: random.Random) -> list[str]:
+    slots = [name for name, share, _, _ in JOBS for _ in range(share)]
+    return [rng.choice(slots) for _ in range(n)]
+
+
+def arguments(name: str, i: int, rng: random.Random) -> list[Any]:
+    """An order id and a dict of the sort a shop's jobs take."""
+    order = 1_000_000 + i
+    details: dict[str, Any] = {
+        "customer": f"cus_{rng.randrange(16**12):012x}",
+        "region": rng.choice(REGIONS),
+        "requested_by": rng.choice(["checkout", "admin", "api", "cron"]),
+    }
+    if name.endswith("charge_card"):
+        details |= {"amount_cents": rng.randrange(500, 50_000), "currency": "EUR", "attempt": 1}
+    elif name.endswith("send_receipt"):
+        details |= {"email": f"customer{rng.randrange(10**6)}@example.com", "locale": "en"}
+    elif name.endswith("sync_inventory"):
+        details |= {"skus": [f"sku-{rng.randrange(10**5)}" for _ in range(rng.randrange(1, 6))]}
+    else:
+        details |= {"note": "x" * rng.randrange(10, 80)}
+    return [order, details]
+
+
+# -- filling the lists --------------------------------------------------------------------------
+
+
+#: What the next run of a shop job raises: (exception class, message).
+_FAILURE: list[tuple[type[BaseException], str]] = []
+
+
+def shop_job(order: int, details: dict[str, Any]) -> None:
+    """Every benchmark job: pushed, never run by a worker; run here only to fail."""
+    _call_service(order, details)
+
+
+def _call_service(order: int, details: dict[str, Any]) -> None:
+    _send(order)
+
+
+def _send(order: int) -> None:  # where a client library would raise
+    kind, message = _FAILURE[-1]
+    raise kind(message)
+
+
+_handles: dict[str, Any] = {}
+
+
+def handles() -> dict[str, Any]:
+    """The shop's jobs, registered once."""
+    import djqueue
+
+    if not _handles:
+        for name, _, _, backtrace in JOBS:
+            options = {"backtrace": backtrace} if backtrace else {}
+            _handles[name] = djqueue.job(name=name, **options)(shop_job)
+    return _handles
+
+
+def fill_queue(n: int, seed: int) -> None:
+    """``n`` jobs pushed with ``perform_later``, a round trip per 1,000 (``batched``)."""
+    from djqueue.client import batched
+
+    jobs = handles()
+    rng = random.Random(seed)
+    names = job_names(n, rng)
+    for start in range(0, n, 1000):
+        with batched():
+            for i in range(start, min(n, start + 1000)):
+                jobs[names[i]].set(queue=QUEUE).perform_later(*arguments(names[i], i, rng))
+
+
+def failure(payload: dict[str, Any], kind: type[BaseException], message: str) -> BaseException:
+    """What running the job raised: through djqueue's executor and the server middleware, as
+    in a worker, so that the traceback a ``backtrace`` job records has the worker's frames."""
+    from djqueue.executor import run
+
+    _FAILURE.append((kind, message))
+    try:
+        run(dict(payload))
+    except BaseException as exc:  # noqa: BLE001 - built to be recorded
+        return exc
+    finally:
+        _FAILURE.pop()
+    raise AssertionError(f"{payload['class']} did not fail")
+
+
+def fill_retries(n: int, seed: int, client: redis.Redis) -> None:
+    """``n`` failed jobs in the retry set, written field for field as a worker writes them."""
+    import djqueue
+    from djqueue.api import RetrySet
+    from djqueue.payload import dumps
+    from djqueue.retry import default_delay, record_failure
+
+    key = RetrySet().key
+    normalize = djqueue.Client().normalize
+    jobs = handles()
+    queues = {name: queue for name, _, queue, _ in JOBS}
+    rng = random.Random(seed + 1)
+    names = job_names(n, rng)
+    exceptions: dict[tuple[str, int], BaseException] = {}
+    now = time.time()
+    pipe = client.pipeline(transaction=False)
+    for i, name in enumerate(names):
+        # What JobHandle.perform_later hands the client, with the queue of .set(queue=...).
+        item = {**jobs[name].job_options, "class": name, "args": arguments(name, i, rng)}
+        payload = normalize(item | {"queue": queues[name]})
+        created = now - rng.uniform(60, 3 * 86_400)
+        payload["created_at"] = payload["enqueued_at"] = created
+        choice = rng.randrange(len(ERRORS[name]))
+        kind, template = ERRORS[name][choice]
+        if (name, choice) not in exceptions:
+            exceptions[name, choice] = failure(payload, kind, template)
+        exc = exceptions[name, choice]
+        exc.args = (template.format(order=item["args"][0]),)  # same traceback, this order's text
+        failed = created + rng.uniform(0.01, 5)
+        record_failure(payload, exc, payload["queue"], failed)
+        count = min(rng.randrange(12), rng.randrange(12))  # more early retries than late
+        at = failed
+        if count:
+            payload["retry_count"] = count - 1
+            at = failed + sum(default_delay(c) for c in range(count))
+            record_failure(payload, exc, payload["queue"], at)
+        pipe.zadd(key, {dumps(payload): at + default_delay(count)})
+        if len(pipe) >= 1000:
+            pipe.execute()
+    pipe.execute()
+
+
+# -- timing -------------------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return 1000 * (time.perf_counter() - start)
+
+
+class Case:
+    def __init__(self, kind: str, label: str, params: dict[str, str]) -> None:
+        self.kind = kind
+        self.label = label
+        self.params = params
+        self.model: list[float] = []
+        self.admin: list[float] = []
+        #: Time Redis spent in scan.lua for the page model (INFO commandstats).
+        self.script: list[float] = []
+        self.matches: int | None = None
+        self.rows = 0
+
+    @property
+    def path(self) -> str:
+        base = "retryjob" if self.kind == "retries" else f"queue/{QUEUE}"
+        query = urlencode(self.params)
+        return f"/admin/djqueue/{base}/" + (f"?{query}" if query else "")
+
+    def read(self) -> Any:
+        from djqueue.web.lists import job_list
+        from djqueue.web.query import ListQuery
+
+        queue = QUEUE if self.kind == "queue" else ""
+        return job_list(self.kind, ListQuery.parse(self.params), queue=queue)
+
+
+def cases_for(kind: str) -> list[Case]:
+    found = [
+        Case(kind, "page 1", {}),
+        Case(kind, "page 500", {"p": "500"}),
+        Case(kind, f"search q={SEARCH}, page 1", {"q": SEARCH}),
+    ]
+    matches = found[-1].read().total
+    pages = max(1, -(-matches // PER_PAGE))
+    deep = min(500, pages)
+    label = "page 500" if deep == 500 else f"page {deep} (last)"
+    found += [
+        Case(kind, f"search, {label}", {"q": SEARCH, "p": str(deep)}),
+        Case(kind, f"job={FILTER_JOB.rsplit('.', 1)[1]}, page 1", {"job": FILTER_JOB}),
+        Case(kind, "_facets=1 (counts), page 1", {"_facets": "1"}),
+    ]
+    return found
+
+
+def check(case: Case, body: bytes, status: int) -> None:
+    """Refuse to time a page that did not render what the page model found."""
+    if status != 200:
+        raise SystemExit(f"GET {case.path}: HTTP {status}")
+    shown = body.count(b"<tr data-jid=")
+    if shown != case.rows:
+        raise SystemExit(f"GET {case.path}: {shown} rows, the page model has {case.rows}")
+
+
+def script_ms(client: redis.Redis) -> float:
+    """Milliseconds Redis spent running scripts (``scan.lua``) since the last CONFIG RESETSTAT,
+    from INFO commandstats (the commands a script calls are counted in its time as well as on
+    their own, so only EVALSHA is summed)."""
+    stats = client.info("commandstats")
+    return (
+        sum(float(v["usec"]) for k, v in stats.items() if k in ("cmdstat_evalsha", "cmdstat_eval"))
+        / 1000
+    )
+
+
+def median(values: list[float]) -> str:
+    return f"{statistics.median(values):8.1f}"
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):.1f}-{max(values):.1f}"
+
+
+# -- Django -------------------------------------------------------------------------------------
+
+
+def setup_django(url: str) -> tuple[Any, list[str]]:
+    """Django on tests.django.settings (SQLite in a temporary file), migrated, djqueue on the
+    bench Redis; a test client logged in as a superuser and the database files to remove."""
+    for name in ("DATABASE_URL", "DJQUEUE_TEST_DATABASE_NAME", "DJQUEUE_TEST_DEBUG"):
+        os.environ.pop(name, None)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.django.settings"
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    import djqueue
+
+    djqueue.configure(framework=settings.DJQUEUE, redis_url=url)
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import Client
+
+    call_command("migrate", verbosity=0)
+    client = Client()
+    client.force_login(User.objects.create_superuser("bench", "bench@example.com", "pw"))
+    files = [str(db["NAME"]) for db in settings.DATABASES.values()]
+    return client, files
+
+
+def close_django(files: list[str]) -> None:
+    from django.db import connections
+
+    connections.close_all()
+    for path in files:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=100_000, help="jobs in each list")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=1)
+    options = parser.parse_args()
+
+    server = BenchRedis().start()
+    files: list[str] = []
+    try:
+        admin, files = setup_django(server.url)
+        from djqueue.api import Queue, RetrySet
+
+        bare = redis.Redis.from_url(server.url)
+        started = time.perf_counter()
+        fill_queue(options.jobs, options.seed)
+        fill_retries(options.jobs, options.seed, bare)
+        queue_size, retry_size = Queue(QUEUE).size, RetrySet().size
+        assert queue_size == options.jobs and retry_size == options.jobs, (queue_size, retry_size)
+        used = bare.info("memory")["used_memory_human"]
+        queued = bare.lrange(f"queue:{QUEUE}", 0, 999)
+        failed = bare.zrange(RetrySet().key, 0, 999)
+        job_bytes = statistics.mean(len(x) for x in queued)
+        retry_bytes = statistics.mean(len(x) for x in failed)
+        traced = sum(b'"error_backtrace"' in x for x in failed) / len(failed)
+        print(
+            f"Django {__import__('django').__version__}, redis-py {redis.__version__}, "
+            f"{options.jobs:,} jobs in queue:{QUEUE} and in retry "
+            f"(filled in {time.perf_counter() - started:.1f} s; Redis holds {used}), "
+            f"{options.rounds} rounds"
+        )
+        print(
+            f"JSON per entry (mean of 1,000): queued job {job_bytes:.0f} bytes, retry entry "
+            f"{retry_bytes:.0f} bytes ({traced:.0%} with error_backtrace)\n"
+        )
+
+        cases = cases_for("retries") + cases_for("queue")
+        for case in cases:  # warm up (templates, scripts, pools) and check what is drawn
+            found = case.read()
+            case.matches, case.rows = found.matches, len(found.rows)
+            response = admin.get(case.path)
+            check(case, response.content, response.status_code)
+        index = admin.get("/admin/")
+        assert index.status_code == 200, index.status_code
+
+        key = RetrySet().key
+
+        def zrange() -> None:
+            pipe = bare.pipeline(transaction=True)
+            pipe.zcard(key)
+            pipe.zrange(key, 0, PER_PAGE - 1, withscores=True)
+            pipe.execute()
+
+        base_redis: list[float] = []
+        base_index: list[float] = []
+        for _ in range(options.rounds):
+            base_redis.append(timed(zrange))
+            base_index.append(timed(lambda: admin.get("/admin/")))
+            for case in cases:
+                bare.config_resetstat()
+                case.model.append(timed(case.read))
+                case.script.append(script_ms(bare))
+                case.admin.append(timed(lambda case=case: admin.get(case.path)))
+            base_redis.append(timed(zrange))
+            base_index.append(timed(lambda: admin.get("/admin/")))
+
+        print("Baselines (median ms; min-max):")
+        print(
+            f"  ZCARD + ZRANGE retry 0 24 WITHSCORES, one MULTI  {median(base_redis)}"
+            f"   ({spread(base_redis)})"
+        )
+        print(
+            f"  GET /admin/ (admin index, no Redis)              {median(base_index)}"
+            f"   ({spread(base_index)})\n"
+        )
+        index_ms = statistics.median(base_index)
+        print(
+            f"{'list':8s} {'case':34s} {'matches':>8s} {'model ms':>9s} {'scan.lua':>9s} "
+            f"{'admin ms':>9s} {'x index':>8s}  admin min-max"
+        )
+        over = 0
+        for case in cases:
+            matches = "-" if case.matches is None else f"{case.matches:,}"
+            admin_ms = statistics.median(case.admin)
+            over += admin_ms > TARGET_MS
+            script = median(case.script) if any(case.script) else "-"
+            print(
+                f"{case.kind:8s} {case.label:34s} {matches:>8s} {median(case.model):>9s} "
+                f"{script:>9s} {median(case.admin):>9s} {admin_ms / index_ms:7.1f}x  "
+                f"{spread(case.admin)}"
+            )
+        print(
+            f"\nTarget: under {TARGET_MS:.0f} ms a page; {over} of {len(cases)} admin pages "
+            f"over it (medians)."
+        )
+        bare.close()
+    finally:
+        if files:
+            close_django(files)
+        server.close()
+
+
+if __name__ == "__main__":
+    main()
