@@ -191,13 +191,11 @@ class _Pages:
             found = read_dashboard(self.settings)
         except RedisUnavailable as exc:
             return self.unavailable(exc)
-        links = {kind: self.url(kind) for kind in LISTS}
-        links.update(queues=self.url("queues"), busy=self.url("busy"))
         return self.render(
             "dashboard.html",
             "Dashboard",
             dashboard=found,
-            figure_links=[(f, links.get(f.link, "")) for f in found.figures],
+            figure_links=found.linked(self.url),
             poll=poll_interval(request.args.get("poll")),
             poll_choices=POLL_CHOICES,
         )

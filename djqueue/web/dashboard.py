@@ -7,6 +7,7 @@ JSON-ready dict, which the page polls to refresh itself without reloading.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,8 @@ class Figure:
     name: str
     label: str
     value: int
-    #: The list page it links to (``"retries"``...), a renderer's name for it, or empty.
+    #: The page it links to: ``"queues"``, ``"scheduled"``, ``"retries"``, ``"dead"`` or
+    #: ``"busy"``; empty for none.
     link: str = ""
 
     @property
@@ -45,6 +47,10 @@ class Dashboard:
     failed: list[int]
     chart: str
     redis: list[tuple[str, str]]
+
+    def linked(self, url: Callable[[str], str]) -> list[tuple[Figure, str]]:
+        """Each figure with the URL of its page (``url("retries")``...), or "" for none."""
+        return [(f, url(f.link) if f.link else "") for f in self.figures]
 
     def live(self) -> dict[str, Any]:
         """What the page's live view replaces: each figure's text, the latency, the chart."""

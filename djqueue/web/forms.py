@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from ..api import Queue
 from ..config import Settings, get_settings
 from . import busy
-from .actions import find_action, run
+from .actions import Action, find_action, run
 from .lists import job_list
 from .query import ListQuery
 
@@ -45,9 +45,22 @@ class Outcome:
     fields: dict[str, str] = field(default_factory=dict)
 
 
+NOTHING_CHOSEN = Outcome("No action was chosen. Nothing was changed.", ok=False)
+
+
 def _need(allowed: Allowed, permission: str) -> None:
     if not allowed(permission):
         raise Refused(permission)
+
+
+def _chosen(kind: str, form: Form, allowed: Allowed) -> Action | None:
+    """The action the form names, if the user may run it (`Refused` if not)."""
+    try:
+        action = find_action(kind, form.get("action") or "")
+    except ValueError:
+        return None
+    _need(allowed, action.permission)
+    return action
 
 
 def list_action(
@@ -59,11 +72,9 @@ def list_action(
     settings: Settings | None = None,
 ) -> Outcome:
     """An action on the selected rows of a list, or on every job it shows (asked first)."""
-    try:
-        action = find_action(kind, form.get("action") or "")
-    except ValueError:
-        return Outcome("No action was chosen. Nothing was changed.", ok=False)
-    _need(allowed, action.permission)
+    action = _chosen(kind, form, allowed)
+    if action is None:
+        return NOTHING_CHOSEN
     keys = [str(k) for k in form.getlist("_selected_action")]
     every = form.get("select_across") == "1"
     if not keys and not every:
@@ -86,11 +97,9 @@ def job_action(
     settings: Settings | None = None,
 ) -> Outcome:
     """An action from one job's page."""
-    try:
-        action = find_action(kind, form.get("action") or "")
-    except ValueError:
-        return Outcome("No action was chosen. Nothing was changed.", ok=False)
-    _need(allowed, action.permission)
+    action = _chosen(kind, form, allowed)
+    if action is None:
+        return NOTHING_CHOSEN
     result = run(kind, action.name, [key], queue=queue, settings=settings)
     return Outcome(result.message, result.ok)
 
@@ -112,6 +121,6 @@ def signal_processes(form: Form, allowed: Allowed, settings: Settings | None = N
     _need(allowed, "change")
     action = form.get("action") or ""
     if action not in busy.SIGNALS:
-        return Outcome("No action was chosen. Nothing was changed.", ok=False)
+        return NOTHING_CHOSEN
     sent, message = busy.signal(action, form.get("identity") or None, settings)
     return Outcome(message, ok=bool(sent))

@@ -98,15 +98,14 @@ def dashboard(page: PageAdmin, request: HttpRequest) -> HttpResponse:
         found = read_dashboard()
     except RedisUnavailable as exc:
         return _unavailable(page, request, exc)
-    links = {kind: url(page, MODEL[kind]) for kind in ("scheduled", "retries", "dead")}
-    links.update(queues=url(page, "queue"), busy=url(page, "busy"))
+    models = {**MODEL, "queues": "queue", "busy": "busy"}
     return render(
         page,
         request,
         "dashboard.html",
         "djqueue dashboard",
         dashboard=found,
-        figure_links=[(f, links.get(f.link, "")) for f in found.figures],
+        figure_links=found.linked(lambda name: url(page, models[name])),
         poll=poll_interval(request.GET.get("poll")),
         poll_choices=POLL_CHOICES,
         live_url=url(page, "dashboard", "live"),
