@@ -37,6 +37,7 @@ from flask import (
     url_for,
 )
 from flask.blueprints import BlueprintSetupState
+from werkzeug.wrappers import Response as BaseResponse
 
 from djqueue.config import Settings
 from djqueue.errors import RedisUnavailable
@@ -72,21 +73,22 @@ def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard
     pages = _Pages(bp, auth)
     bp.record_once(pages.check_app)
     bp.before_request(pages.guard)
+    bp.after_request(pages.protect)
     bp.context_processor(pages.context)
     for rule, view, methods in (
         ("/", pages.index, ["GET"]),
         ("/live", pages.live, ["GET"]),
         ("/assets/<name>", pages.asset, ["GET"]),
         ("/queues", pages.queues, ["GET", "POST"]),
-        ("/queues/<queue>", pages.queue, ["GET", "POST"]),
-        ("/queues/<queue>/job/<key>", pages.queue_job, ["GET", "POST"]),
+        ("/queues/<path:queue>/job/<path:key>", pages.queue_job, ["GET", "POST"]),
+        ("/queues/<path:queue>", pages.queue, ["GET", "POST"]),
         ("/busy", pages.busy, ["GET", "POST"]),
     ):
         bp.add_url_rule(rule, view.__name__, view, methods=methods)
     for segment in LISTS:
         bp.add_url_rule(f"/{segment}", segment, pages.job_set, methods=["GET", "POST"])
         bp.add_url_rule(
-            f"/{segment}/<key>", f"{segment}_job", pages.set_job, methods=["GET", "POST"]
+            f"/{segment}/<path:key>", f"{segment}_job", pages.set_job, methods=["GET", "POST"]
         )
     return bp
 
@@ -124,13 +126,18 @@ class _Pages:
         if self.auth is not None:
             answer = self.auth("view")
             if answer is not True:
-                return answer if isinstance(answer, Response) else abort(403)
+                return answer if isinstance(answer, BaseResponse) else abort(403)
         if request.method == "POST":
-            sent = request.form.get(CSRF_FIELD, "")
-            kept = session.get(CSRF_KEY, "")
-            if not kept or not hmac.compare_digest(str(sent), str(kept)):
+            sent = str(request.form.get(CSRF_FIELD, "")).encode()
+            kept = str(session.get(CSRF_KEY, "")).encode()
+            if not kept or not hmac.compare_digest(sent, kept):
                 abort(400, "CSRF token missing or wrong: reload the page and try again")
         return None
+
+    def protect(self, response: BaseResponse) -> BaseResponse:
+        """No framing by other sites: the pages have buttons that stop workers."""
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        return response
 
     def context(self) -> dict[str, Any]:
         if CSRF_KEY not in session:
@@ -231,7 +238,7 @@ class _Pages:
 
     def _list(self, kind: str, queue: str = "") -> Any:
         params = ListQuery.parse(request.args)
-        here = request.full_path.rstrip("?")
+        here = (request.script_root + request.full_path).rstrip("?")
         if request.method == "POST":
             return self.answer(here, forms.list_action, kind, request.form, params, queue=queue)
         try:

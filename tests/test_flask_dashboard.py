@@ -172,7 +172,9 @@ def test_quiet_and_stop(client: Any, worker: Callable[..., Running]) -> None:
         "/jobs/busy", data={"csrf_token": csrf, "action": "quiet", "identity": running.identity}
     )
     wait_for(lambda: running.launcher.manager.quiet)
-    client.post("/jobs/busy", data={"csrf_token": csrf, "action": "stop"})
+    question = client.post("/jobs/busy", data={"csrf_token": csrf, "action": "stop"})
+    assert "Stop every worker process?" in question.text and running.thread.is_alive()
+    client.post("/jobs/busy", data={"csrf_token": csrf, "action": "stop", "confirm": "yes"})
     running.thread.join(20)
     assert not running.thread.is_alive()
 
@@ -256,3 +258,12 @@ def test_redis_down_shows_a_clear_page(redis_url: str) -> None:
     app.register_blueprint(dashboard_blueprint(auth=lambda p: True))
     page = app.test_client().get("/djqueue/retries")
     assert page.status_code == 503 and "127.0.0.1:1" in page.text
+
+
+def test_mounted_below_a_script_root(app: flask.Flask) -> None:
+    ok.perform_in(600, 1)
+    client = app.test_client()
+    page = client.get("/jobs/scheduled?q=flask", base_url="http://localhost/app/")
+    assert page.headers["X-Frame-Options"] == "DENY"
+    assert 'action="/app/jobs/scheduled?q=flask"' in page.text
+    assert 'href="/app/jobs/retries"' in page.text

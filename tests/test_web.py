@@ -178,3 +178,57 @@ def test_chart_scale_and_escaping() -> None:
     assert svg.startswith("<svg") and svg.endswith("</svg>")
     assert "2026-11-23: 0 processed, 2 failed" in svg
     assert "<script" not in history_svg(["<script>"], [1], [1])
+
+
+def test_names_are_read_as_sidekiq_writes_them(r: redis.Redis) -> None:
+    """Sidekiq writes "args" before "class", and an argument may have a "class" of its own;
+    errors may hold quotes and backslashes."""
+    sidekiq = (
+        '{"retry":true,"queue":"default","args":[{"class":"User","id":1}],"class":"HardJob",'
+        '"jid":"aaaaaaaaaaaaaaaaaaaaaaaa","error_class":"PG::Error",'
+        '"error_message":"relation \\"users\\" does not exist\\n"}'
+    )
+    r.zadd("retry", {sidekiq: 1.0})
+    listing = RetrySet().page(0, 25, Filter(job="HardJob"), facets=True)
+    assert listing.matches == 1 and dict(listing.names) == {"HardJob": 1}
+    hidden = job_list("retries", ListQuery(q='relation "users"'), settings=None)
+    assert [row.jid for row in hidden.rows] == ["a" * 24]
+    keep = ListQuery(q='relation "users"').filter(show_args=False)
+    assert RetrySet().page(0, 25, keep).matches == 1
+    assert RetrySet().page(0, 25, ListQuery(q="User").filter(show_args=False)).matches == 0
+
+
+def test_the_queue_filter_reads_the_queue_the_list_shows(r: redis.Redis) -> None:
+    for n, extra in enumerate([{"queue": "high", "retry_queue": "low"}, {}]):
+        item = {"class": "J", "args": [], "jid": f"{n:024x}", **extra}
+        r.zadd("retry", {json.dumps(item): n})
+    shown = {row.jid: row.queue for row in job_list("retries", ListQuery()).rows}
+    assert shown == {f"{0:024x}": "low", f"{1:024x}": "default"}
+    for queue, jid in (("low", 0), ("default", 1)):
+        found = job_list("retries", ListQuery(queue=queue)).rows
+        assert [row.jid for row in found] == [f"{jid:024x}"]
+
+
+def test_entries_without_a_jid_are_named_by_their_bytes(r: redis.Redis) -> None:
+    job = {"class": "J", "args": [], "jid": "c" * 24}
+    r.zadd("dead", {json.dumps(job): 5000.0, '{"x":1}': 5000.0})
+    r.lpush("queue:default", "not json at all", json.dumps(job))
+    rows = job_list("dead", ListQuery()).rows
+    bad = next(row for row in rows if not row.jid)
+    assert run("dead", "delete", [bad.key]).done == 1
+    assert [e.jid for e in DeadSet()] == ["c" * 24]
+    queued = next(
+        row for row in job_list("queue", ListQuery(), queue="default").rows if row.problem
+    )
+    assert run("queue", "delete", [queued.key], queue="default").done == 1
+    assert [j.jid for j in Queue().jobs()] == ["c" * 24]
+
+
+def test_entries_with_impossible_times_still_list(r: redis.Redis) -> None:
+    item = {"class": "J", "args": [], "jid": "d" * 24, "enqueued_at": 1e17, "failed_at": 1.8e12}
+    r.zadd("dead", {json.dumps(item): float("inf")})
+    r.lpush("queue:default", json.dumps(item))
+    assert job_list("dead", ListQuery()).rows[0].when == ""
+    assert job_list("queue", ListQuery(), queue="default").rows[0].when == ""
+    assert DeadSet().entry("nan-x") is None and DeadSet().entry("inf-" + "d" * 24) is None
+    assert ListQuery.parse({"p": "9" * 40}).page == 1_000_000

@@ -101,9 +101,12 @@ class Queue(ApiObject):
             raise ValueError("offset must be >= 0 and limit >= 1")
         if newest_first:
             raws = self._call(lambda: self.redis.lrange(self.key, offset, offset + limit - 1))
-        else:
-            raws = self._call(lambda: self.redis.lrange(self.key, -(offset + limit), -(offset + 1)))
-            raws.reverse()
+            records = [JobRecord(raw, self) for raw in raws]
+            for n, record in enumerate(records):
+                record.index = offset + n
+            return records
+        raws = self._call(lambda: self.redis.lrange(self.key, -(offset + limit), -(offset + 1)))
+        raws.reverse()
         return [JobRecord(raw, self) for raw in raws]
 
     def page(
@@ -158,6 +161,12 @@ class Queue(ApiObject):
 
         return self._call(find)
 
+    def delete_records(self, records: list[JobRecord]) -> int:
+        """Remove jobs by their stored value, checked first at the index they were read at
+        (`JobRecord.index`); returns how many were still there."""
+        found = [(r.index if r.index is not None else -1, r.raw) for r in records]
+        return self._call(lambda: self.store.delete_many_from_queue(self.name, found))
+
     def delete_record(self, record: JobRecord) -> bool:
         """Remove one job by its exact stored value (what `JobRecord.delete` calls)."""
         return self._call(lambda: self.store.delete_from_queue(self.name, record.raw))
@@ -171,7 +180,9 @@ class Queue(ApiObject):
             )
             if not rows:
                 break
-            deleted = sum(self.delete_record(JobRecord(raw, self)) for raw, _index in rows)
+            deleted = self._call(
+                partial(self.store.delete_many_from_queue, self.name, [(i, r) for r, i in rows])
+            )
             total += deleted
             if start >= 0:
                 start -= deleted

@@ -9,6 +9,7 @@ so a page listing a queue never fails on one bad entry and the entry can still b
 from __future__ import annotations
 
 import binascii
+import hashlib
 import json
 import time
 import zlib
@@ -55,6 +56,21 @@ class JobRecord:
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.item.get(name, default)
+
+    @property
+    def digest(self) -> str:
+        """A short hash of the stored bytes: names an entry that has no jid."""
+        raw = self.raw if isinstance(self.raw, bytes) else self.raw.encode("utf-8", "replace")
+        return hashlib.sha1(raw).hexdigest()[:16]
+
+    @property
+    def name(self) -> str:
+        """The jid, or for an entry without one ``"~"`` and its `digest`: what a page's row key
+        carries, so that acting on a bad entry never reaches another one."""
+        return self.jid or f"~{self.digest}"
+
+    def is_named(self, name: str) -> bool:
+        return name == self.name
 
     @property
     def is_malformed(self) -> bool:
@@ -194,8 +210,9 @@ class SortedEntry(JobRecord):
 
     @property
     def key(self) -> str:
-        """``"SCORE-JID"``: how an admin page names this entry in a URL (as Sidekiq's UI does)."""
-        return f"{self.score!r}-{self.jid or ''}"
+        """``"SCORE-JID"``: how an admin page names this entry in a URL (as Sidekiq's UI does);
+        ``"SCORE-~DIGEST"`` for an entry without a jid (see `JobRecord.name`)."""
+        return f"{self.score!r}-{self.name}"
 
     def delete(self) -> bool:
         """Remove the entry; False when it had already gone (run, retried or deleted)."""

@@ -8,6 +8,9 @@ an admin racing the poller, cannot push a job twice, and no crash can lose it in
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import re
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, ClassVar
@@ -25,6 +28,9 @@ from .record import SortedEntry
 #: Entries handled per Redis call by the "all" actions.
 BATCH = 100
 
+#: A row key: the score as `repr` writes a float, a dash, then the jid or "~DIGEST".
+_KEY = re.compile(r"(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)-(.+)", re.IGNORECASE)
+
 _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "*?[]\\"})
 
 
@@ -35,6 +41,8 @@ class SortedSet(ApiObject):
     kind: ClassVar[str] = ""
     #: The order of `jobs` when not given: dead jobs newest first, the others soonest first.
     newest_first: ClassVar[bool] = False
+    #: Whether a job goes back to its ``retry_queue`` (see `destination`).
+    prefers_retry_queue: ClassVar[bool] = False
 
     def __init__(
         self, settings: Settings | None = None, redis_client: redis.Redis | None = None
@@ -89,15 +97,23 @@ class SortedSet(ApiObject):
             raise ValueError("offset must be >= 0 and limit >= 1")
         desc = self.newest_first if newest_first is None else newest_first
         if keep or facets:
+            keep = self._destined(keep or Filter())
             found = self._call(
-                lambda: scan_page(
-                    self.redis, self.key, "zset", offset, limit, desc, keep or Filter(), facets
-                )
+                lambda: scan_page(self.redis, self.key, "zset", offset, limit, desc, keep, facets)
             )
         else:
             found = self._call(lambda: read_page(self.redis, self.key, "zset", offset, limit, desc))
         entries = self._entries(found.rows)
         return Listing(entries, found.size, found.matches, found.names, found.queues)
+
+    def _destined(self, keep: Filter) -> Filter:
+        """``keep`` reading each job's queue as `destination` does, so the queue filter and
+        counts agree with the Queue column."""
+        return dataclasses.replace(
+            keep,
+            prefer_retry_queue=self.prefers_retry_queue,
+            default_queue=self.settings.default_queue,
+        )
 
     def _entries(self, rows: Any) -> list[SortedEntry]:
         """Entries from redis-py's ``(member, score)`` pairs."""
@@ -152,14 +168,16 @@ class SortedSet(ApiObject):
         return [e for e in entries if jid is None or e.jid == jid]
 
     def entry(self, key: str) -> SortedEntry | None:
-        """The entry named by `SortedEntry.key` (``"SCORE-JID"``), or None if it has gone."""
-        score_text, _, jid = key.rpartition("-")
-        try:
-            score = float(score_text)
-        except ValueError:
+        """The entry named by `SortedEntry.key` (``"SCORE-JID"`` or ``"SCORE-~DIGEST"``), or
+        None if it has gone. Never another entry of the same score: the dead set holds many
+        (a kill of a batch buries it at one time)."""
+        found = _KEY.match(key)
+        if found is None:
             return None
-        found = self.fetch(score, jid or None)
-        return found[0] if found else None
+        score, name = float(found[1]), found[2]
+        if not math.isfinite(score) or not name:
+            return None
+        return next((e for e in self.fetch(score) if e.is_named(name)), None)
 
     # -- changing -----------------------------------------------------------------------------
 
@@ -224,13 +242,14 @@ class SortedSet(ApiObject):
     def each_match(self, keep: Filter, action: Callable[[list[SortedEntry]], int]) -> int:
         """Apply ``action`` (which returns how many entries it removed) to every entry that
         ``keep`` matches, a batch at a time, in the order of `jobs`; returns the total removed.
-        Entries leaving or joining the set meanwhile may be missed: the count says what was
-        done."""
-        desc = self.newest_first
+        The walk goes from the highest score down: the poller takes due entries from the low
+        end, which moves no rank counted from the top; an entry added meanwhile at the top may
+        be offered twice, and the second move finds it gone."""
+        keep = self._destined(keep)
         total = start = 0
         while start >= 0:
             rows, start = self._call(
-                partial(next_matches, self.redis, self.key, "zset", desc, keep, start, BATCH)
+                partial(next_matches, self.redis, self.key, "zset", True, keep, start, BATCH)
             )
             if not rows:
                 break
@@ -272,6 +291,8 @@ class ScheduledSet(SortedSet):
 
 class _Failed(SortedSet):
     """Failed jobs go back to ``retry_queue`` when the job set one."""
+
+    prefers_retry_queue = True
 
     def destination(self, item: Payload) -> str:
         retry_queue = item.get("retry_queue")

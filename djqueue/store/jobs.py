@@ -12,13 +12,22 @@ members by value, and re-encoded JSON could differ by one space and match nothin
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import redis
 
 from .keys import Keys
-from .scripts import BURY, FIND_JID, MOVE_TO_QUEUE, PUSH, PUSH_ONE, RETRY_LATER
+from .scripts import (
+    BURY,
+    DELETE_FROM_QUEUE,
+    FIND_JID,
+    MOVE_TO_QUEUE,
+    PUSH,
+    PUSH_ONE,
+    RETRY_LATER,
+)
 
 Member = str | bytes
 
@@ -157,6 +166,16 @@ class JobStore:
         """Remove one job from a queue; False when it is no longer there (a worker took it)."""
         member: Any = stored
         return bool(self.redis.lrem(self.keys.queue(queue), 1, member))
+
+    def delete_many_from_queue(self, queue: str, found: Sequence[tuple[int, Member]]) -> int:
+        """Remove ``(index, stored)`` jobs from a queue in one pass (`delete_from_queue.lua`);
+        returns how many were still there."""
+        if not found:
+            return 0
+        args: list[Any] = [f"djqueue-deleted-{uuid.uuid4().hex}"]
+        for index, stored in found:
+            args += (index, stored)
+        return int(DELETE_FROM_QUEUE(self.redis, [self.keys.queue(queue)], args))
 
     def delete_from_set(self, source: str, members: Sequence[Member]) -> int:
         """Remove entries from a sorted set; returns how many were still there."""

@@ -34,6 +34,10 @@ class Filter:
     job: str = ""
     queue: str = ""
     fields_only: bool = False
+    #: How a job's queue is read: its ``retry_queue`` first (retry and dead sets), and the
+    #: queue of a job that names none.
+    prefer_retry_queue: bool = False
+    default_queue: str = "default"
 
     def __bool__(self) -> bool:
         return bool(self.text or self.job or self.queue)
@@ -110,6 +114,8 @@ def scan_page(
                 keep.queue,
                 "1" if facets else "0",
                 "0",
+                "1" if keep.prefer_retry_queue else "0",
+                keep.default_queue,
             ],
         )
         start, found, flat = int(reply[0]), int(reply[1]), reply[2]
@@ -135,7 +141,8 @@ def next_matches(
             client,
             [key],
             [kind, "1" if desc else "0", start, SCAN_PER_CALL, 0, limit - len(rows)]
-            + [keep.text, "1" if keep.fields_only else "0", keep.job, keep.queue, "0", "1"],
+            + [keep.text, "1" if keep.fields_only else "0", keep.job, keep.queue, "0", "1"]
+            + ["1" if keep.prefer_retry_queue else "0", keep.default_queue],
         )
         start, flat = int(reply[0]), reply[2]
         for n in range(0, len(flat), 2):

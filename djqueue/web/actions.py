@@ -113,7 +113,7 @@ def run(
             done = where.delete_matching(keep) if keep else where.clear()
             return ActionResult(action, None, done)
         records = queue_records(where, keys)
-        done = sum(where.delete_record(r) for r in records)
+        done = where.delete_records(records)
         return ActionResult(action, len(keys), done, gone=len(keys) - done)
     from .lists import SETS
 
@@ -125,7 +125,7 @@ def run(
         return ActionResult(action, None, _all(jobs, action))
     entries = [e for e in (jobs.entry(key) for key in keys) if e is not None]
     not_jobs = 0
-    if action is not DELETE:
+    if action in (RETRY, RUN_NOW):  # a push needs a job; kill and delete move anything
         not_jobs = sum(1 for e in entries if e.is_malformed or not e.job_name)
     done = apply(entries)
     return ActionResult(action, len(keys), done, gone=len(keys) - len(entries), not_jobs=not_jobs)
@@ -153,20 +153,21 @@ def _all(jobs: SortedSet, action: Action) -> int:
 
 
 def queue_records(queue: Queue, keys: Sequence[str]) -> list[JobRecord]:
-    """The selected jobs still in the queue. A key is "INDEX-JID": the job is looked for from
-    its drawn index on (one LRANGE), then anywhere in the queue."""
+    """The selected jobs still in the queue. A key is "INDEX-JID" (or "INDEX-~DIGEST" for an
+    entry without a jid): the job is looked for from its drawn index on (one LRANGE: pushes
+    since move it that way), then, by jid, anywhere in the queue."""
     wanted: dict[str, int] = {}
     for key in keys:
-        index, _, jid = key.partition("-")
-        if jid:
-            wanted[jid] = int(index) if index.isdigit() else 0
+        index, _, name = key.partition("-")
+        if name:
+            wanted[name] = int(index) if index.isdigit() else 0
     if not wanted:
         return []
     low = min(wanted.values())
     window = queue.jobs(low, max(wanted.values()) - low + QUEUE_DRIFT)
-    found = {r.jid: r for r in window if r.jid in wanted}
-    for jid in wanted.keys() - found.keys():
-        record = queue.find_job(jid)
+    found = {r.name: r for r in window if r.name in wanted}
+    for name in wanted.keys() - found.keys():
+        record = None if name.startswith("~") else queue.find_job(name)
         if record is not None:
-            found[jid] = record
+            found[name] = record
     return list(found.values())

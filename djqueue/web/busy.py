@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from ..api import Process, ProcessSet, WorkSet
-from ..config import Settings
+from ..config import Settings, get_settings
 from . import display
 
 
@@ -62,7 +62,7 @@ SIGNALS = {"quiet": ("TSTP", "Quieted"), "stop": ("TERM", "Asked to stop")}
 def busy_page(settings: Settings | None = None) -> BusyPage:
     processes = ProcessSet(settings=settings).processes()
     now = time.time()
-    show_args = processes[0].settings.web_show_args if processes else _show_args(settings)
+    show_args = (settings or get_settings()).web_show_args
     rows = [_process_row(p, now) for p in processes]
     work = [
         WorkRow(
@@ -119,9 +119,3 @@ def _process_row(process: Process, now: float) -> ProcessRow:
         version=process.version,
         quiet=process.quiet,
     )
-
-
-def _show_args(settings: Settings | None) -> bool:
-    from ..config import get_settings
-
-    return (settings or get_settings()).web_show_args

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 import time
 from typing import Any
@@ -26,25 +27,32 @@ def number(value: int | float) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
 
 
+def _moment(value: float | None) -> dt.datetime | None:
+    """The UTC time of an epoch value, or None for one no calendar holds (a bad entry's
+    ``1e17`` or ``inf`` must not break the page that lists it)."""
+    if value is None or not math.isfinite(value):
+        return None
+    try:
+        return dt.datetime.fromtimestamp(value, dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def timestamp(value: float | None) -> str:
     """UTC, to the second: ``"2026-11-23 08:41:07 UTC"``; empty when unknown."""
-    if value is None:
-        return ""
-    moment = dt.datetime.fromtimestamp(value, dt.timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    moment = _moment(value)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else ""
 
 
 def iso(value: float | None) -> str:
     """ISO 8601 with milliseconds, for a ``<time datetime=...>`` attribute."""
-    if value is None:
-        return ""
-    moment = dt.datetime.fromtimestamp(value, dt.timezone.utc)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    moment = _moment(value)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z") if moment else ""
 
 
 def relative(value: float | None, now: float | None = None) -> str:
     """``"3 minutes ago"``, ``"in 12 seconds"``, ``"just now"``; empty when unknown."""
-    if value is None:
+    if _moment(value) is None or value is None:
         return ""
     delta = value - (time.time() if now is None else now)
     ahead, seconds = delta > 0, abs(delta)
@@ -106,13 +114,12 @@ def args_text(args: list[Any], show: bool, limit: int | None = ARGS_IN_LIST) -> 
 
 
 def payload_text(item: dict[str, Any], show_args: bool) -> str:
-    """The whole job, indented, secrets masked (arguments too when hidden)."""
-    shown = dict(item)
-    if "args" in shown:
+    """The whole job, indented, secret-looking values masked at any depth (the arguments
+    altogether when hidden)."""
+    shown = redact(item)
+    if "args" in shown and not show_args:
         args = shown["args"]
-        shown["args"] = (
-            redact(args) if show_args else args_text(args if isinstance(args, list) else [], False)
-        )
+        shown["args"] = args_text(args if isinstance(args, list) else [], False)
     if isinstance(shown.get("error_backtrace"), str) and len(shown["error_backtrace"]) > 80:
         shown["error_backtrace"] = "(compressed; decoded below)"
     return json.dumps(shown, indent=2, ensure_ascii=False, sort_keys=False, default=str)

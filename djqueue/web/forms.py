@@ -17,7 +17,7 @@ from ..api import Queue
 from ..config import Settings, get_settings
 from . import busy
 from .actions import Action, find_action, run
-from .lists import job_list
+from .lists import job_list, list_filter
 from .query import ListQuery
 
 #: ``allowed("change")`` / ``allowed("delete")``: may the user do that?
@@ -83,7 +83,7 @@ def list_action(
         total = job_list(kind, params, queue=queue, settings=settings).total
         fields = {"action": action.name, "select_across": "1"}
         return Outcome(question=action.confirm(total), fields=fields)
-    keep = params.filter((settings or get_settings()).web_show_args)
+    keep = list_filter(kind, params, settings or get_settings())
     result = run(kind, action.name, keys, every, keep, queue=queue, settings=settings)
     return Outcome(result.message, result.ok)
 
@@ -122,5 +122,9 @@ def signal_processes(form: Form, allowed: Allowed, settings: Settings | None = N
     action = form.get("action") or ""
     if action not in busy.SIGNALS:
         return NOTHING_CHOSEN
-    sent, message = busy.signal(action, form.get("identity") or None, settings)
+    identity = form.get("identity") or None
+    if identity is None and form.get("confirm") != "yes":
+        verb = "Quiet" if action == "quiet" else "Stop"
+        return Outcome(question=f"{verb} every worker process?", fields={"action": action})
+    sent, message = busy.signal(action, identity, settings)
     return Outcome(message, ok=bool(sent))

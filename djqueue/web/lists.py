@@ -8,12 +8,14 @@ pages, and the checks of who may do what.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 from ..api import DeadSet, JobRecord, Queue, RetrySet, ScheduledSet, SortedEntry, SortedSet
 from ..config import Settings
+from ..store.listing import Filter
 from . import display
 from .actions import Action, actions_for
 from .paging import Paging
@@ -111,9 +113,7 @@ def job_list(
     """One page of a list, as `ListQuery` asks for it."""
     where = source(kind, queue, settings)
     show_args = where.settings.web_show_args
-    keep = params.filter(show_args)
-    if kind == "queue":
-        keep = type(keep)(keep.text, keep.job, "", keep.fields_only)
+    keep = list_filter(kind, params, where.settings)
     paging = Paging(params.page, 0)
     listing = where.page(paging.offset, paging.per_page, keep, params.facets)
     paging = Paging(params.page, listing.total)
@@ -148,12 +148,20 @@ def job_list(
     )
 
 
+def list_filter(kind: str, params: ListQuery, settings: Settings) -> Filter:
+    """What a list shows of its queue or set: the search and the filters (a queue page has
+    no queue filter: it is one queue)."""
+    keep = params.filter(settings.web_show_args)
+    return dataclasses.replace(keep, queue="") if kind == "queue" else keep
+
+
 def row(record: JobRecord, kind: str, show_args: bool, now: float | None = None) -> Row:
     """A record as display text."""
+    at: float | None
     if isinstance(record, SortedEntry):
         key, at = record.key, record.at
     else:
-        key, at = f"{record.index if record.index is not None else ''}-{record.jid or ''}", None
+        key = f"{record.index if record.index is not None else ''}-{record.name}"
         at = record.enqueued_at or record.created_at
     error = ""
     if record.has_error:

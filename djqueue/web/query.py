@@ -17,6 +17,8 @@ from ..store.listing import Filter
 
 #: Search text longer than this is cut: it is matched against every entry of the set.
 MAX_SEARCH = 200
+#: The last page number read from a URL (Redis ranks are 64-bit; nobody pages this far).
+MAX_PAGE = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class ListQuery:
             return raw.strip() if isinstance(raw, str) else ""
 
         try:
-            page = max(1, int(value("p") or 1))
+            page = min(max(1, int(value("p") or 1)), MAX_PAGE)
         except ValueError:
             page = 1
         return cls(
@@ -52,8 +54,12 @@ class ListQuery:
     def filter(self, show_args: bool) -> Filter:
         """The store's `Filter`; with arguments hidden, search looks at the jid, job name and
         error only, so a search cannot reveal what the page does not show."""
-        text = json.dumps(self.q, ensure_ascii=False)[1:-1]  # as it is spelled inside the JSON
-        return Filter(text=text, job=self.job, queue=self.queue, fields_only=not show_args)
+        return Filter(
+            text=spelled(self.q),
+            job=spelled(self.job),
+            queue=spelled(self.queue),
+            fields_only=not show_args,
+        )
 
     @property
     def filtered(self) -> bool:
@@ -79,3 +85,8 @@ class ListQuery:
             changes["page"] = 1
         encoded = urlencode(replace(self, **changes).params())
         return f"?{encoded}" if encoded else "?"
+
+
+def spelled(value: str) -> str:
+    """``value`` as JSON spells it inside a string, which is how the filters compare it."""
+    return json.dumps(value, ensure_ascii=False)[1:-1]

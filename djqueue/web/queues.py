@@ -1,4 +1,4 @@
-"""The queues page: every queue with its size and latency, and clearing one."""
+"""The queues page: every queue with its size and latency (clearing one is `forms.clear_queue`)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,3 @@ class QueueRow:
 def queues_page(settings: Settings | None = None) -> list[QueueRow]:
     """Every queue in the ``queues`` set, by name, read in two round trips."""
     return [QueueRow(*found) for found in Queue.summary(settings=settings)]
-
-
-def clear(name: str, settings: Settings | None = None) -> str:
-    """Delete a queue and its jobs; the message."""
-    count = Queue(name, settings=settings).clear()
-    return f"Cleared queue {name}: deleted {count:,} job{'s' if count != 1 else ''}."

@@ -313,7 +313,10 @@ def test_quiet_and_stop_a_process(admin_client: Client, worker: Callable[..., Ru
     running = worker()
     admin_client.post(f"{ADMIN}/busy/", {"action": "quiet", "identity": running.identity})
     wait_for(lambda: running.launcher.manager.quiet, what="quiet")
-    done = admin_client.post(f"{ADMIN}/busy/", {"action": "stop"}, follow=True)
+    question = admin_client.post(f"{ADMIN}/busy/", {"action": "stop"})
+    assert "Stop every worker process?" in question.content.decode()
+    assert running.thread.is_alive()
+    done = admin_client.post(f"{ADMIN}/busy/", {"action": "stop", "confirm": "yes"}, follow=True)
     assert messages(done)[-1] == "Asked to stop 1 process."
     running.thread.join(20)
     assert not running.thread.is_alive()
@@ -497,3 +500,15 @@ def test_redis_down_shows_a_clear_page(admin_client: Client) -> None:
     page = admin_client.get(f"{ADMIN}/retryjob/")
     assert page.status_code == 503 and "127.0.0.1:1" in page.content.decode()
     assert admin_client.get(f"{ADMIN}/dashboard/live/").status_code == 503
+
+
+def test_names_with_slashes_have_pages(admin_client: Client) -> None:
+    jid = str(admin_ok.set(queue="mail/high").perform_async(1))
+    queues = admin_client.get(f"{ADMIN}/queue/")
+    assert (
+        queues.status_code == 200 and f'href="{ADMIN}/queue/mail/high/"' in queues.content.decode()
+    )
+    listing = admin_client.get(f"{ADMIN}/queue/mail/high/")
+    assert rows(listing) == [jid]
+    (key,) = keys(listing)
+    assert jid in admin_client.get(f"{ADMIN}/queue/mail/high/job/{key}/").content.decode()

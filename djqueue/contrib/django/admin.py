@@ -98,8 +98,8 @@ class QueueAdmin(PageAdmin):
 
     def pages(self) -> list[tuple[str, Any, str]]:
         return [
-            ("<str:name>/", self.jobs_view, "jobs"),
-            ("<str:name>/job/<str:key>/", self.job_view, "job"),
+            ("<path:name>/job/<path:key>/", self.job_view, "job"),
+            ("<path:name>/", self.jobs_view, "jobs"),
         ]
 
 
@@ -117,7 +117,7 @@ class JobSetAdmin(PageAdmin):
         return views.job(self, request, self.kind, key)
 
     def pages(self) -> list[tuple[str, Any, str]]:
-        return [("<str:key>/", self.job_view, "job")]
+        return [("<path:key>/", self.job_view, "job")]
 
 
 class BusyAdmin(PageAdmin):

@@ -3,8 +3,7 @@
 -- inside Redis so that a page of a 100,000-job set copies one page to the caller, not the set.
 -- One call reads at most ARGV[4] entries from index ARGV[3], which bounds how long Redis is
 -- busy; the caller repeats from the returned index, lowering ARGV[5] and ARGV[6] by what it
--- already has. Fields are matched as text ("class":"NAME"), not decoded: cjson costs three
--- times the rest of the scan.
+-- already has. Texts are compared as the JSON spells them (the caller escapes its own).
 -- KEYS[1] = the list or sorted set
 -- ARGV[1] = "list" or "zset"; ARGV[2] = "1" for the highest score first (zset)
 -- ARGV[3] = first index; ARGV[4] = entries per call
@@ -16,6 +15,8 @@
 -- (with the job filter only)
 -- ARGV[12] = "1" to stop once ARGV[6] matches are found (a bulk action's batch): the index
 -- returned is then the one after the last match
+-- ARGV[13] = "1" when a job's queue is its retry_queue if it has one (retry, dead);
+-- ARGV[14] = the queue of a job that names none (the default queue)
 -- Returns {next index or -1 at the end, matches, {member, position, ...},
 --          {job name, count, ...}, {queue, count, ...}}; the position is the list index from
 -- the head, or the score.
@@ -25,14 +26,48 @@ local skip, limit = tonumber(ARGV[5]), tonumber(ARGV[6])
 local text, fields_only = ARGV[7], ARGV[8] == '1'
 local job, queue, facets = ARGV[9], ARGV[10], ARGV[11] == '1'
 local stop_when_full = ARGV[12] == '1'
+local prefer_retry_queue, default_queue = ARGV[13] == '1', ARGV[14]
 local chunk = 1000
 
--- The first string value of a field: a plain find for the key, then a short match (a pattern
--- tried at every quote of the entry costs five times as much).
+-- The string after a key, as the JSON spells it (escapes kept): from the opening quote to
+-- the first quote not escaped by an odd run of backslashes.
+local function raw_string(member, from)
+  local quote = select(2, string.find(member, '^%s*"', from))
+  if not quote then return nil end
+  local pos = quote + 1
+  while true do
+    local close = string.find(member, '"', pos, true)
+    if not close then return nil end
+    local before = close - 1
+    while before > quote and string.byte(member, before) == 92 do before = before - 1 end
+    if (close - 1 - before) % 2 == 0 then return string.sub(member, quote + 1, close - 1) end
+    pos = close + 1
+  end
+end
+
+-- A top-level string field, read as text: a plain find for the key, then the string after it
+-- (decoding every entry with cjson would cost three times the rest of the scan). A key found
+-- twice (an argument may be an object with a "class" of its own, and Sidekiq writes "args"
+-- before "class") is read by decoding that entry instead, so only such entries pay for cjson.
+local decoded_member, decoded = nil, nil
 local function field(member, name)
-  local _, last = string.find(member, '"' .. name .. '":', 1, true)
-  if not last then return nil end
-  return string.match(member, '^%s*"([^"\\]*)"', last + 1)
+  local needle = '"' .. name .. '":'
+  local first, last = string.find(member, needle, 1, true)
+  if not first then return nil end
+  if not string.find(member, needle, last + 1, true) then return raw_string(member, last + 1) end
+  if decoded_member ~= member then
+    local ok, value = pcall(cjson.decode, member)
+    decoded_member, decoded = member, (ok and type(value) == 'table') and value or {}
+  end
+  local value = decoded[name]
+  if type(value) ~= 'string' then return nil end
+  return string.sub(cjson.encode(value), 2, -2)
+end
+
+-- The queue the job goes to when retried or run, as the lists show it.
+local function queue_of(member)
+  return (prefer_retry_queue and field(member, 'retry_queue')) or field(member, 'queue')
+    or default_queue
 end
 
 local function shown_name(member)
@@ -82,7 +117,7 @@ while start < stop do
       local job_ok = job == '' or is_job(member)
       local queue_ok, q = true, nil
       if queue ~= '' or count_queues then
-        q = field(member, 'queue') or ''
+        q = queue_of(member)
         queue_ok = queue == '' or q == queue
       end
       if job_ok and queue_ok then
