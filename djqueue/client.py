@@ -239,13 +239,27 @@ def current_batch() -> object | None:
     return getattr(_batch, "pending", None)
 
 
-_default: tuple[Settings, Client] | None = None
+#: One client per distinct settings (the process's, each Flask app's), and the last one used.
+_clients: dict[Settings, Client] = {}
+_last: tuple[Settings, Client] | None = None
+
+
+def client_for(settings: Settings) -> Client:
+    """The shared client for ``settings``: one per distinct settings, so apps that share a
+    Redis and a namespace share a pool, and a push costs no new object. A client whose pool
+    `djqueue.connection.reset` dropped (as `configure` does) is replaced."""
+    global _last
+    last = _last
+    if last is not None and last[0] is settings:
+        return last[1]
+    client = _clients.get(settings)
+    if client is None or client.redis is not connection.get_redis(settings):
+        client = _clients[settings] = Client(settings)
+    _last = (settings, client)
+    return client
 
 
 def get_client() -> Client:
-    """The process-wide client for the current settings (rebuilt after `configure`)."""
-    global _default
-    settings = config.get_settings()
-    if _default is None or _default[0] is not settings:
-        _default = (settings, Client(settings))
-    return _default[1]
+    """The client for the settings in force here (`djqueue.config.get_settings`: the pinned
+    ones, the current app's, or the process-wide ones)."""
+    return client_for(config.get_settings())

@@ -1,10 +1,16 @@
 """One settings object per process, built from layers.
 
 Precedence, highest first: keyword arguments to :func:`configure`, framework settings (the
-``DJQUEUE`` dict in Django, ``app.config["DJQUEUE_*"]`` in Flask), the environment
-(``DJQUEUE_REDIS_URL``, then ``REDIS_URL``; ``DJQUEUE_NAMESPACE``), then defaults. Every value
-is checked when the object is built, so a bad setting fails at start-up with its name rather
-than on the first job.
+``DJQUEUE`` dict in Django), the environment (``DJQUEUE_REDIS_URL``, then ``REDIS_URL``;
+``DJQUEUE_NAMESPACE``), then defaults. Every value is checked when the object is built, so a bad
+setting fails at start-up with its name rather than on the first job.
+
+Two things may stand above these process-wide settings. A *resolver* (`add_resolver`) answers
+for the current context: a framework with several apps in one process keeps settings per app
+(flask_djqueue answers with ``current_app``'s, built from its ``DJQUEUE_*`` keys), so a push
+from one app goes to that app's Redis. And a worker *pins* the settings it runs with (`pin`):
+its command-line flags on top of what its modules configured, the one answer for every push
+made in that process, whichever app is current.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -248,6 +254,9 @@ def _validate(s: Settings) -> None:
 
 _settings: Settings | None = None
 _framework: Mapping[str, Any] | None = None
+#: Callables asked, in order, for the settings of the current context (None: no opinion).
+_resolvers: tuple[Callable[[], Settings | None], ...] = ()
+_pinned: Settings | None = None
 
 
 def configure(framework: Mapping[str, Any] | None = None, **overrides: Any) -> Settings:
@@ -267,8 +276,43 @@ def configure(framework: Mapping[str, Any] | None = None, **overrides: Any) -> S
 
 
 def get_settings() -> Settings:
-    """The process-wide settings, built from the environment on first use."""
+    """The settings in force here: the pinned ones, else a resolver's answer for the current
+    context, else the process-wide settings (built from the environment on first use)."""
     global _settings
+    if _pinned is not None:
+        return _pinned
+    for resolve in _resolvers:
+        found = resolve()
+        if found is not None:
+            return found
     if _settings is None:
         _settings = Settings.build(framework=_framework)
     return _settings
+
+
+def add_resolver(resolver: Callable[[], Settings | None]) -> None:
+    """Let ``resolver`` pick the settings for the current context before the process-wide ones
+    apply; it returns None when it has no opinion (outside any app of its framework). Adding
+    the same resolver twice keeps one."""
+    global _resolvers
+    if resolver not in _resolvers:
+        _resolvers = (*_resolvers, resolver)
+
+
+def remove_resolver(resolver: Callable[[], Settings | None]) -> None:
+    global _resolvers
+    _resolvers = tuple(r for r in _resolvers if r is not resolver)
+
+
+def pin(settings: Settings | None) -> None:
+    """Make ``settings`` what `get_settings` returns everywhere in this process, resolvers
+    included (None lifts the pin). A worker pins the settings it started with, so that its
+    flags win over whatever its modules or apps configure, and a job that pushes a job writes
+    to the Redis the worker reads."""
+    global _pinned
+    _pinned = settings
+
+
+def pinned() -> Settings | None:
+    """The pinned settings (a running worker's), or None."""
+    return _pinned

@@ -3,7 +3,10 @@
 A web integration binds what it knows of the request (`bind`) while the request runs, stamps
 it into the payload's ``request_context`` field with a client middleware (Sidekiq ignores
 fields it does not know), and binds it again with a server middleware while the job runs (the
-Django app's pair: `djqueue.contrib.django.stamping` and `.server`). So inside a job::
+Django app's pair: `djqueue.contrib.django.stamping` and `.server`; flask_djqueue's in
+``flask_djqueue.request_context``). The rules both share live here: which request ids are
+accepted (`accept_request_id`), what is written (`stamp`) and what is read back (`carried`).
+So inside a job::
 
     djqueue.context.request_id()   # the id of the request that pushed this job
     djqueue.context.user_id()
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Iterator, Mapping
+import re
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
@@ -41,12 +46,46 @@ def allow(*keys: str) -> None:
     _travelling = tuple(dict.fromkeys((*STANDARD_KEYS, *keys)))
 
 
-def travelling(values: Mapping[str, Any]) -> dict[str, Any]:
+def travelling(values: Mapping[str, Any], also: Iterable[str] = ()) -> dict[str, Any]:
     """The part of ``values`` that may travel with a job (or be bound from one): the allowed
-    keys, with JSON scalar values only, since a payload from Redis may be hostile."""
-    return {
-        key: values[key] for key in _travelling if type(values.get(key)) in (str, int, float, bool)
-    }
+    keys (and ``also``, an app's own list), with JSON scalar values only, since a payload from
+    Redis may be hostile."""
+    keys = _travelling if not also else dict.fromkeys((*_travelling, *also))
+    return {key: values[key] for key in keys if type(values.get(key)) in (str, int, float, bool)}
+
+
+def stamp(
+    payload: dict[str, Any], extra: Mapping[str, Any] | None = None, also: Iterable[str] = ()
+) -> None:
+    """Write what may travel of the bound context, with ``extra`` on top (what the framework
+    reads at push time: the user id, the language), into ``payload``. A payload that already
+    has the field keeps it (a job re-pushed as it was), and nothing is written when nothing
+    travels, so a push outside any request carries no field at all."""
+    if FIELD in payload:
+        return
+    values = _context.get()
+    if extra:
+        values = {**values, **extra}
+    stamped = travelling(values, also)
+    if stamped:
+        payload[FIELD] = stamped
+
+
+def carried(payload: Mapping[str, Any], also: Iterable[str] = ()) -> dict[str, Any]:
+    """The context a payload carries, as it may be bound while the job runs (only the allowed
+    keys with scalar values: the payload may come from anyone who can write to Redis)."""
+    found = payload.get(FIELD)
+    return travelling(found, also) if isinstance(found, dict) else {}
+
+
+# A client-supplied id is kept only if it is short and plain, since it ends up in logs.
+_SAFE_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
+
+
+def accept_request_id(given: str | None) -> str:
+    """The request id a client sent (a header's value) if it is up to 128 plain characters,
+    else a new one (uuid4 hex): the id ends up in log lines and payloads."""
+    return given if given and _SAFE_ID.fullmatch(given) else uuid.uuid4().hex
 
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})

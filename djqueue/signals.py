@@ -13,6 +13,8 @@ job_succeeded          the job's name        ``payload``, ``elapsed`` (float sec
 job_failed             the job's name        ``payload``, ``exception``, ``elapsed``
 job_retry_scheduled    the job's name        ``payload``, ``exception``, ``retry_at`` (epoch s)
 job_dead               the job's name        ``payload``, ``exception`` (None for bad data)
+worker_preparing       the worker's app,     (none)
+                       or None
 worker_started         the worker's identity ``info`` (dict written to the process hash)
 worker_stopping        the worker's identity ``info``
 =====================  ====================  ==============================================
@@ -20,6 +22,12 @@ worker_stopping        the worker's identity ``info``
 ``job_enqueued`` is sent by the client for each job written (scheduled ones included); the
 others by the worker runtime. ``job_failed`` is sent for every failed attempt, before it is
 decided whether the job is retried or dead.
+
+``worker_preparing`` is sent by ``run_worker`` once the modules given with ``-r`` are imported
+and the app given with ``--app`` (or by a framework's own worker command) is loaded, before the
+worker reads its settings. A framework integration that owns the app makes it the worker's app
+there (flask_djqueue: its settings, its context around every job) and returns True;
+``djqueue worker --app`` fails when no receiver returns True.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ job_succeeded = _signals.signal("job-succeeded")
 job_failed = _signals.signal("job-failed")
 job_retry_scheduled = _signals.signal("job-retry-scheduled")
 job_dead = _signals.signal("job-dead")
+worker_preparing = _signals.signal("worker-preparing")
 worker_started = _signals.signal("worker-started")
 worker_stopping = _signals.signal("worker-stopping")
 
@@ -44,6 +53,7 @@ __all__ = [
     "job_failed",
     "job_retry_scheduled",
     "job_dead",
+    "worker_preparing",
     "worker_started",
     "worker_stopping",
 ]

@@ -152,22 +152,31 @@ def _testing_raw_push(self: Client, payloads: list[Payload]) -> None:
     if _mode == DISABLED:  # a client that captured the method before the switch
         _real_raw_push(self, payloads)
         return
+    capture(payloads, _mode)
+
+
+def capture(payloads: list[Payload], mode: str) -> None:
+    """Do with ``payloads`` what ``mode`` does with a push: record them (fake) or run them
+    (inline). The modes call it in place of the write; an integration with a test mode of its
+    own (flask_djqueue's ``DJQUEUE_TESTING``, per app) calls it for that app's pushes."""
+    if mode not in (FAKE, INLINE):
+        raise ValueError(f"mode must be {FAKE!r} or {INLINE!r}, got {mode!r}")
     for payload in payloads:
         # Round-trip through JSON so the test sees exactly what a worker would have read.
         record = loads(dumps(payload))
         at = record.get("at")
-        if _mode == INLINE or at is None or at <= now():
+        if mode == INLINE or at is None or at <= now():
             record.pop("at", None)
             record["enqueued_at"] = now()
         else:
             record.pop("enqueued_at", None)
-        if _mode == FAKE:
+        if mode == FAKE:
             with _lock:
                 jobs_for(record["class"]).append(record)
                 _order[id(record)] = next(_sequence)
         if job_enqueued.receivers:
             job_enqueued.send(record["class"], payload=record)
-        if _mode == INLINE:
+        if mode == INLINE:
             run(record)
 
 
@@ -274,6 +283,7 @@ __all__ = [
     "EmptyQueueError",
     "JobList",
     "Mode",
+    "capture",
     "clear",
     "clear_all",
     "disable",

@@ -1,50 +1,34 @@
-"""Flask integration: ``DjQueue(app)`` configures djqueue from the app's config.
+"""Flask integration: ``DjQueue(app)`` (or ``init_app`` in a factory) sets djqueue up per app.
 
-Settings are read from ``app.config`` keys prefixed ``DJQUEUE_`` (``DJQUEUE_REDIS_URL``,
-``DJQUEUE_NAMESPACE``, ``DJQUEUE_QUEUES``, ...), which sit between keyword arguments to
-`djqueue.configure` and the environment in the precedence order. Jobs run inside the app's
-application context, through a server middleware, so ``current_app`` and extensions bound to
-the app work in a job as they do in a view.
+- Settings come from the app's ``DJQUEUE_*`` config keys and stay with the app
+  (``app.extensions["djqueue"]``): a push from an app goes to that app's Redis and namespace.
+  An unknown or bad key fails at ``init_app``, naming it.
+- ``flask djqueue worker`` runs the worker for the app, with ``djqueue worker``'s flags; every
+  job, ``retries_exhausted`` hook and signal receiver runs in the app's context.
+- A push made while a SQLAlchemy session has uncommitted writes waits for its commit and is
+  dropped on rollback; the jid is returned at once.
+- Jobs pushed in a request carry its request id and what ``@djq.job_context`` returns.
+- ``DJQUEUE_TESTING = "fake"`` or ``"inline"``: the app's own test mode.
+
+docs/flask.md has the whole story.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from . import worker as _worker  # noqa: F401  (answers the worker's worker_preparing signal)
+from .appcontext import AppContext
+from .extension import DjQueue
+from .request_context import RequestContext, StampRequestContext
+from .state import AppState
+from .testing import TestingMode
+from .transaction import EnqueueOnCommit
 
-from flask import Flask
-
-import djqueue
-
-PREFIX = "DJQUEUE_"
-
-
-class AppContextMiddleware:
-    """Server middleware: run each job inside ``app.app_context()``."""
-
-    def __init__(self, app: Flask) -> None:
-        self.app = app
-
-    def __call__(self, job: Any, payload: dict[str, Any], queue: str, call_next: Any) -> Any:
-        with self.app.app_context():
-            return call_next()
-
-
-class DjQueue:
-    """The extension object, with the usual ``DjQueue(app)`` or ``init_app(app)`` patterns."""
-
-    def __init__(self, app: Flask | None = None) -> None:
-        self.app: Flask | None = None
-        if app is not None:
-            self.init_app(app)
-
-    def init_app(self, app: Flask) -> None:
-        framework = {
-            key[len(PREFIX) :]: value for key, value in app.config.items() if key.startswith(PREFIX)
-        }
-        self.settings = djqueue.configure(framework=framework)
-        djqueue.server_middleware.add(AppContextMiddleware, app)
-        app.extensions["djqueue"] = self
-        self.app = app
-
-
-__all__ = ["AppContextMiddleware", "DjQueue"]
+__all__ = [
+    "AppContext",
+    "AppState",
+    "DjQueue",
+    "EnqueueOnCommit",
+    "RequestContext",
+    "StampRequestContext",
+    "TestingMode",
+]

@@ -64,6 +64,29 @@ def test_get_settings_reads_the_environment_on_first_use(monkeypatch, redis_url)
     assert djqueue.get_settings().redis_url == "redis://from-env:6390/3"
 
 
+def test_a_resolver_answers_for_its_context_and_a_pin_wins_over_everything(redis_url):
+    process = djqueue.get_settings()
+    app = Settings(redis_url=redis_url, namespace="app")
+    current: list[Settings] = []
+    resolve = lambda: current[0] if current else None  # noqa: E731
+    config.add_resolver(resolve)
+    try:
+        assert djqueue.get_settings() is process  # no opinion: the process-wide settings
+        current.append(app)
+        assert djqueue.get_settings() is app
+        djqueue.configure(redis_url=redis_url, namespace="configured")
+        assert djqueue.get_settings() is app  # configure() is the process-wide layer only
+        worker = Settings(redis_url=redis_url, namespace="worker")
+        config.pin(worker)
+        assert djqueue.get_settings() is worker and config.pinned() is worker
+        config.pin(None)
+        assert djqueue.get_settings() is app
+    finally:
+        config.pin(None)
+        config.remove_resolver(resolve)
+    assert djqueue.get_settings().namespace == "configured"
+
+
 def test_a_bad_configure_keeps_the_previous_settings(redis_url):
     good = djqueue.get_settings()
     with pytest.raises(djqueue.ConfigurationError):

@@ -135,8 +135,38 @@ def test_help_documents_every_flag():
         "--verbose",
         "--logfile",
         "--json-logs",
+        "--app",
     ):
         assert flag in result.stdout
+
+
+def test_flags_win_over_what_the_required_modules_configure(spawn, redis_url, r, tmp_path):
+    """A module that configures djqueue when imported (a wsgi.py building its app, a settings
+    module) keeps what the flags leave alone, and nothing the flags give."""
+    module = tmp_path / "configures_on_import.py"
+    module.write_text(
+        "import djqueue\n"
+        "djqueue.configure(redis_url='redis://127.0.0.1:1/0', namespace='module', "
+        "concurrency=7, tag='from-module')\n"
+    )
+    worker = spawn(redis_url, "-r", str(module), "--namespace", "flags", "-c", "2")
+    members = wait_for(lambda: r.smembers("flags:processes"), what=worker.output())
+    info = json.loads(r.hget(f"flags:{next(iter(members))}", "info"))
+    assert (info["concurrency"], info["tag"]) == (2, "from-module")
+    djqueue.configure(redis_url=redis_url, namespace="flags")
+    jobs.record.perform_later("out", 1)
+    assert wait_for(lambda: r.lrange("out", 0, -1)) == ["[1]"]  # the flags' Redis, not port 1
+
+
+def test_an_app_no_integration_takes_is_refused(redis_url, capsys):
+    from djqueue.worker.cli import main
+
+    base = ["worker", "--redis-url", redis_url, "--app"]
+    assert main([*base, "tests.jobs_for_worker:record"]) == 1
+    assert "no djqueue integration takes FunctionJob objects" in capsys.readouterr().err
+    assert main([*base, "tests.jobs_for_worker:nothing"]) == 1
+    assert "app: module 'tests.jobs_for_worker' has no 'nothing'" in capsys.readouterr().err
+    assert djqueue.config.pinned() is None
 
 
 def recorded(path: Path) -> list[str]:

@@ -2,9 +2,12 @@
 the inspection API sees (`djqueue.api.report`).
 
     djqueue worker -r myapp.jobs -q critical,3 -q default -c 10
+    djqueue worker --app myapp:create_app -q default      # a Flask app (flask_djqueue)
 
-The Django ``runworker`` and Flask ``djqueue worker`` commands add the same flags with
-`add_worker_arguments` and call `run_worker`, so every way of starting a worker shares this path.
+The Django ``runworker`` and Flask ``flask djqueue worker`` commands add the same flags with
+`add_worker_arguments` and call `run_worker`, so every way of starting a worker shares this path,
+and the flags mean the same everywhere: given on the command line, they win over whatever the
+settings, the imported modules and the app configure.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import argparse
 import dataclasses
 import importlib
 import importlib.util
+import inspect
 import os
 import signal
 import sys
@@ -21,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, config
+from .. import __version__, config, signals
 from ..config import Settings
 from ..errors import ConfigurationError, DjQueueError
 
@@ -159,11 +163,12 @@ def read_url_file(path: str) -> str:
 
 
 def install(settings: Settings) -> None:
-    """Make ``settings`` the process-wide ones, so jobs that push jobs use the same Redis."""
+    """Make ``settings`` the process-wide ones and pin them (`djqueue.config.pin`), so jobs
+    that push jobs use the worker's Redis and namespace, whichever app's context they run in."""
     fields = {
         f.name: getattr(settings, f.name) for f in dataclasses.fields(Settings) if f.name != "extra"
     }
-    config.configure(**fields)
+    config.pin(config.configure(**fields))
 
 
 def require(modules: list[str]) -> None:
@@ -186,19 +191,54 @@ def require(modules: list[str]) -> None:
             importlib.import_module(name)
 
 
-def run_worker(options: dict[str, Any], settings: Settings | None = None) -> int:
+def load_app(spec: str) -> Any:
+    """The app named by ``MODULE:NAME`` (``--app``): NAME is an app object, or a function
+    that returns one (an app factory, called with no arguments; ``NAME()`` works too).
+    Without ``:NAME``, the module's ``app``, else its ``create_app``."""
+    module_name, _, name = spec.partition(":")
+    if not module_name or spec.count(":") > 1:
+        raise ConfigurationError(
+            "app", f"expected MODULE:NAME (e.g. myapp:create_app), got {spec!r}"
+        )
+    require([module_name])
+    module = sys.modules[module_name]
+    call = name.endswith("()")
+    name = name.removesuffix("()")
+    candidates = [name] if name else ["app", "create_app"]
+    found = next((getattr(module, n) for n in candidates if hasattr(module, n)), None)
+    if found is None:
+        raise ConfigurationError(
+            "app", f"module {module_name!r} has no {' or '.join(repr(n) for n in candidates)}"
+        )
+    if call or inspect.isfunction(found):
+        found = found()
+    return found
+
+
+def prepare(app: Any = None) -> None:
+    """Send `djqueue.signals.worker_preparing`; an ``app`` no integration takes is an error."""
+    answers = signals.worker_preparing.send(app)
+    if app is not None and not any(value for _, value in answers):
+        raise ConfigurationError(
+            "app",
+            f"no djqueue integration takes {type(app).__name__} objects as the worker's app "
+            "(for Flask: call DjQueue(app), or init_app(app) in the factory)",
+        )
+
+
+def run_worker(options: dict[str, Any], settings: Settings | None = None, app: Any = None) -> int:
     """Run the full runtime until TERM/INT; returns the exit code.
 
-    ``options`` are the argparse dests of `add_worker_arguments` (None = not given); given
-    options override ``settings`` (default: the process-wide settings, which Django and Flask
-    configure first). Signal handlers are installed when called from the main thread.
+    ``options`` are the argparse dests of `add_worker_arguments` (None = not given), plus
+    ``app`` (``--app MODULE:NAME``). The modules of ``-r`` are imported and the app loaded
+    (or ``app`` taken as given by a framework's command) first, then `prepare` lets the
+    framework set the app up; only then are the settings read (``settings``, else those in
+    force: the app's, the process's), so the options given always win over what imports
+    configured. Signal handlers are installed when called from the main thread.
     """
     from . import log
     from .launcher import Launcher
 
-    base = settings or config.get_settings()
-    effective = effective_settings(options, base)
-    install(effective)
     handler = log.setup(
         verbose=bool(options.get("verbose")),
         logfile=options.get("logfile"),
@@ -207,12 +247,19 @@ def run_worker(options: dict[str, Any], settings: Settings | None = None) -> int
     stuck: list[threading.Thread] = []
     try:
         require(list(options.get("require") or ()))
-        launcher = Launcher(config.get_settings())
-        restore = _install_signal_handlers(launcher.signal)
+        if options.get("app"):
+            app = load_app(options["app"])
+        prepare(app)
+        install(effective_settings(options, settings or config.get_settings()))
         try:
-            code = launcher.run()
+            launcher = Launcher(config.get_settings())
+            restore = _install_signal_handlers(launcher.signal)
+            try:
+                code = launcher.run()
+            finally:
+                restore()
         finally:
-            restore()
+            config.pin(None)
         if threading.current_thread() is threading.main_thread():
             stuck = [
                 t
@@ -270,17 +317,41 @@ def build_parser() -> argparse.ArgumentParser:
         "(quiet); TTIN: log every thread's stack.",
     )
     add_worker_arguments(worker)
-    for name, text in (
-        ("stats", "print processed/failed counts and set sizes"),
-        ("queues", "print each queue's size and latency"),
-    ):
-        sub = commands.add_parser(name, help=text, description=text)
-        sub.add_argument("--redis-url", default=None, metavar="URL", help="Redis to read")
-        sub.add_argument(
-            "--redis-url-file", default=None, metavar="PATH", help="read the URL from PATH"
-        )
-        sub.add_argument("--namespace", default=None, help="prefix of every Redis key")
+    worker.add_argument(
+        "--app",
+        default=None,
+        metavar="MODULE:FACTORY",
+        help="run every job in this app's context, with its settings (a Flask app set up "
+        "with flask_djqueue): an app object or a factory called with no arguments, e.g. "
+        "myapp:create_app. The flags above still win over the app's settings",
+    )
+    for name, text in REPORTS.items():
+        add_report_arguments(commands.add_parser(name, help=text, description=text))
     return parser
+
+
+#: The report commands and what they print.
+REPORTS = {
+    "stats": "print processed/failed counts and set sizes",
+    "queues": "print each queue's size and latency",
+}
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``stats`` and ``queues``: which Redis to read."""
+    parser.add_argument("--redis-url", default=None, metavar="URL", help="Redis to read")
+    parser.add_argument(
+        "--redis-url-file", default=None, metavar="PATH", help="read the URL from PATH"
+    )
+    parser.add_argument("--namespace", default=None, help="prefix of every Redis key")
+
+
+def report(command: str, options: dict[str, Any], settings: Settings) -> str:
+    """What ``stats`` or ``queues`` prints, read with the options on top of ``settings``."""
+    from ..api import report as reports
+
+    effective = effective_settings(options, settings)
+    return reports.stats(effective) if command == "stats" else reports.queues(effective)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,10 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if command == "worker":
             return run_worker(options)
-        from ..api import report
-
-        settings = effective_settings(options, config.get_settings())
-        print(report.stats(settings) if command == "stats" else report.queues(settings))
+        print(report(command, options, config.get_settings()))
         return 0
     except DjQueueError as exc:
         print(f"djqueue: {exc}", file=sys.stderr)

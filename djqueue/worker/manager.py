@@ -15,6 +15,7 @@ from typing import Any
 
 from ..config import Settings
 from ..store import JobStore
+from . import around
 from .backoff import REDIS_ERRORS
 from .buffer import JobBuffer
 from .fetch import Fetcher
@@ -44,12 +45,14 @@ class Manager:
         self.hard_stop = threading.Event()
         self.retry = JobRetry(jobs, fetcher, settings, self.hard_stop)
         # Outermost first: the retry decision sees what the others already reported.
+        # A framework's contexts (`djqueue.worker.around`) go around everything.
+        outer = [step] if (step := around.step()) is not None else []
         steps: list[Step] = [self.retry, JobLogger(), JobSignals(), stats]
-        self.handler = compose(steps)
+        self.handler = compose([*outer, *steps])
         #: For jobs pushed back after a crash (`djqueue.worker.recovery`); the others skip
         #: the extra step.
         guard = RecoveryGuard(fetcher.lists, self.retry, stats, self.hard_stop)
-        self.recovered_handler = compose([guard, *steps])
+        self.recovered_handler = compose([*outer, guard, *steps])
         self.processors: set[Processor] = set()
         self._lock = threading.Lock()
         self._count = 0

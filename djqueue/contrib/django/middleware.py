@@ -12,8 +12,6 @@ job is pushed, since a view may log the user in or switch language before it pus
 from __future__ import annotations
 
 import contextvars
-import re
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -29,13 +27,9 @@ current_request: contextvars.ContextVar[HttpRequest | None] = contextvars.Contex
     "djqueue_django_request", default=None
 )
 
-# A client-supplied id is kept only if it is short and plain, since it ends up in logs.
-_SAFE_ID = re.compile(r"^[A-Za-z0-9._:/+=@-]{1,128}$")
-
 
 def request_id_for(request: HttpRequest) -> str:
-    given = request.headers.get(conf.option("REQUEST_ID_HEADER"), "")
-    return given if _SAFE_ID.match(given) else uuid.uuid4().hex
+    return context.accept_request_id(request.headers.get(conf.option("REQUEST_ID_HEADER")))
 
 
 class RequestContextMiddleware:

@@ -46,8 +46,7 @@ class RequestContext:
     def __call__(
         self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
     ) -> Any:
-        found = payload.get(context.FIELD)
-        values = context.travelling(found) if isinstance(found, dict) else {}
+        values = context.carried(payload)
         if not values:
             return call_next()
         with context.bind(**values):

@@ -26,13 +26,10 @@ class StampRequestContext:
     def __call__(
         self, job: str, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
     ) -> Any:
-        values = context.current()
         request = current_request.get()
-        if (values or request is not None) and context.FIELD not in payload:
+        if (request is not None or context.current()) and context.FIELD not in payload:
+            extra = {"language": translation.get_language()}
             if request is not None:
-                values["user_id"] = user_id_of(request)
-            values["language"] = translation.get_language()
-            stamped = context.travelling(values)
-            if stamped:
-                payload[context.FIELD] = stamped
+                extra["user_id"] = user_id_of(request)
+            context.stamp(payload, extra)
         return call_next()

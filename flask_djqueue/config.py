@@ -1,0 +1,88 @@
+"""An app's ``DJQUEUE_*`` keys, read and checked in one place when ``init_app`` runs.
+
+Keys that name a core setting (``DJQUEUE_REDIS_URL``, ``DJQUEUE_QUEUES``, ...) build the app's
+`djqueue.Settings`, over the environment and the defaults; the keys in `APP_DEFAULTS` belong to
+the extension. Any other ``DJQUEUE_`` key is an error naming it, since a misspelt
+``DJQUEUE_CONCURENCY`` would otherwise run with the default, silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from djqueue.config import Settings
+from djqueue.errors import ConfigurationError
+
+PREFIX = "DJQUEUE_"
+
+#: The extension's own keys (without the prefix) and their defaults.
+APP_DEFAULTS: dict[str, Any] = {
+    # Pushes inside a SQLAlchemy transaction with pending writes wait for its commit.
+    "ENQUEUE_ON_COMMIT": True,
+    # The header a request id is read from (and written back to the response).
+    "REQUEST_ID_HEADER": "X-Request-ID",
+    # Context keys that travel with jobs besides request_id, user_id and language.
+    "CONTEXT_KEYS": (),
+    # "fake" records this app's pushes, "inline" runs them; None writes to Redis.
+    "TESTING": None,
+}
+
+CORE_KEYS = frozenset(f.name.upper() for f in dataclasses.fields(Settings) if f.name != "extra")
+TESTING_MODES = ("fake", "inline")
+
+
+@dataclass(frozen=True)
+class AppOptions:
+    """The extension's own settings for one app."""
+
+    enqueue_on_commit: bool = True
+    request_id_header: str = "X-Request-ID"
+    context_keys: tuple[str, ...] = ()
+    testing: str | None = None
+
+
+def read(config: Mapping[str, Any]) -> tuple[Settings, AppOptions]:
+    """The app's djqueue settings and options from its config; `ConfigurationError` names the
+    first bad key as it is spelt in the config (``DJQUEUE_CONCURRENCY: must be ...``)."""
+    values = {
+        key[len(PREFIX) :]: value
+        for key, value in config.items()
+        if isinstance(key, str) and key.startswith(PREFIX)
+    }
+    known = CORE_KEYS | set(APP_DEFAULTS)
+    for name in values:
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {PREFIX}{near[0]}?" if near else "see docs/flask.md"
+            raise ConfigurationError(PREFIX + name, f"unknown djqueue setting ({hint})")
+    options = _options(values)
+    try:
+        settings = Settings.build(framework={k: v for k, v in values.items() if k in CORE_KEYS})
+    except ConfigurationError as exc:
+        message = str(exc).removeprefix(f"{exc.setting}: ")
+        raise ConfigurationError(PREFIX + exc.setting.upper(), message) from None
+    return settings, options
+
+
+def _options(values: Mapping[str, Any]) -> AppOptions:
+    on_commit = values.get("ENQUEUE_ON_COMMIT", True)
+    if not isinstance(on_commit, bool):
+        raise ConfigurationError(PREFIX + "ENQUEUE_ON_COMMIT", "must be True or False")
+    header = values.get("REQUEST_ID_HEADER", "X-Request-ID")
+    if not isinstance(header, str) or not header:
+        raise ConfigurationError(PREFIX + "REQUEST_ID_HEADER", "must be a header name")
+    keys = values.get("CONTEXT_KEYS", ())
+    if isinstance(keys, str) or not all(isinstance(k, str) and k for k in keys):
+        raise ConfigurationError(
+            PREFIX + "CONTEXT_KEYS", "must be a list of key names, e.g. ['tenant']"
+        )
+    testing = values.get("TESTING") or None
+    if testing is not None and testing not in TESTING_MODES:
+        raise ConfigurationError(
+            PREFIX + "TESTING", f"must be 'fake', 'inline' or None, got {testing!r}"
+        )
+    return AppOptions(on_commit, header, tuple(keys), testing)

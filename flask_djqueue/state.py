@@ -1,0 +1,88 @@
+"""What ``DjQueue.init_app`` keeps per app, in ``app.extensions["djqueue"]``, and how a push
+finds it.
+
+Each app has its own settings (its ``DJQUEUE_*`` keys), so two apps in one process push to
+their own Redis and namespace: djqueue's core asks `resolve` for the settings of the current
+context (`djqueue.config.add_resolver`), and that is ``current_app``'s. Outside any app context
+the process-wide settings apply, as they would without Flask. Nothing here holds on to an app
+between tests: the middleware looks the app up on every call.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+from flask import Flask, current_app, has_app_context
+
+from djqueue import config
+from djqueue.client import Client, client_for
+from djqueue.config import Settings
+
+from .config import AppOptions
+
+if TYPE_CHECKING:
+    from .extension import DjQueue
+
+KEY = "djqueue"
+
+#: Every app set up in this process (for a worker started without ``--app``).
+_apps: weakref.WeakSet[Flask] = weakref.WeakSet()
+
+
+class AppState:
+    """``app.extensions["djqueue"]``: the app's settings, client and options."""
+
+    def __init__(self, extension: DjQueue, configured: Settings, options: AppOptions) -> None:
+        self.extension = extension
+        #: The settings built from the app's config.
+        self.configured = configured
+        self.options = options
+
+    @property
+    def settings(self) -> Settings:
+        """The settings this app's pushes use: its own, or in a worker process the worker's
+        (its flags over the app's settings, `djqueue.config.pin`)."""
+        return config.pinned() or self.configured
+
+    @property
+    def client(self) -> Client:
+        """The client that writes this app's jobs (shared by apps with equal settings)."""
+        return client_for(self.settings)
+
+    def __repr__(self) -> str:
+        return (
+            f"<djqueue state {self.settings.safe_redis_url} namespace={self.settings.namespace!r}>"
+        )
+
+
+def register(app: Flask, state: AppState) -> None:
+    app.extensions[KEY] = state
+    _apps.add(app)
+
+
+def state_of(app: Flask) -> AppState | None:
+    found = app.extensions.get(KEY)
+    return found if isinstance(found, AppState) else None
+
+
+def current_state() -> AppState | None:
+    """The state of ``current_app``; None outside an app context or in an app without
+    DjQueue."""
+    if not has_app_context():
+        return None
+    return state_of(current_app)
+
+
+def live_apps() -> list[Flask]:
+    """The apps set up with DjQueue in this process that still exist."""
+    return list(_apps)
+
+
+def resolve() -> Settings | None:
+    """djqueue's settings resolver: ``current_app``'s settings, or None (no opinion)."""
+    state = current_state()
+    return state.configured if state is not None else None
+
+
+config.add_resolver(resolve)

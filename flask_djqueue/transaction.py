@@ -1,0 +1,38 @@
+"""Enqueue on commit: in an app that uses DjQueue, a push made while a SQLAlchemy session of
+this thread has uncommitted writes is written when that session commits, and not at all if it
+rolls back (as the Django app does with ``transaction.atomic``).
+
+A client middleware, last in the chain: the rest of the chain (and any middleware that would
+stop the push) runs at call time, only the write waits, and the caller gets the jid at once.
+``.set(on_commit=False)`` or ``DJQUEUE_ENQUEUE_ON_COMMIT = False`` writes at once; the option
+is taken out of the payload here, so it never reaches Redis. Outside an app that uses DjQueue
+the middleware does nothing at all. `flask_djqueue.sessions` knows
+which sessions hold writes and when they end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import sessions
+from .state import current_state
+
+
+class EnqueueOnCommit:
+    def __call__(
+        self, job: str, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
+    ) -> Any:
+        state = current_state()
+        if state is None:  # not in an app of ours: not ours to decide (Django's, perhaps)
+            return call_next()
+        on_commit = payload.pop("on_commit", None)
+        if on_commit is None:
+            on_commit = state.options.enqueue_on_commit
+        if not on_commit:
+            return call_next()
+        pending = sessions.with_writes()
+        if not pending:
+            return call_next()
+        sessions.hold(call_next, pending)
+        return payload

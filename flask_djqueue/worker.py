@@ -1,0 +1,92 @@
+"""The worker side: which app a worker process runs its jobs in.
+
+djqueue's worker sends `djqueue.signals.worker_preparing` once it has imported its modules and
+loaded its app, before it reads its settings. `prepare` answers it. The app is the one the
+worker was given (``flask --app X djqueue worker``, ``djqueue worker --app X:create_app``), or
+else the only app set up with DjQueue while the worker imported its modules (``-r wsgi``, a
+module calling ``create_app()``). That app's context is pushed in the main thread (so the
+worker reads the app's settings, under its flags, and ``worker_started`` receivers see
+``current_app``) and entered around the whole of every job (`djqueue.worker.around`), so jobs,
+``retries_exhausted`` hooks and signal receivers all run in it.
+
+A worker with a DjQueue but no app at all (``-r myapp.jobs``, which imports ``djq = DjQueue()``
+but never calls the factory) would run every job outside any app context; it says so when it
+starts. Several apps and no ``--app`` is an error, as djqueue
+cannot guess which one is meant.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from flask import Flask, current_app, has_app_context
+
+from djqueue import signals
+from djqueue.errors import ConfigurationError
+from djqueue.worker import around
+
+from .appcontext import job_context, set_worker_app
+from .extension import DjQueue, install_middleware
+from .state import live_apps, state_of
+
+logger = logging.getLogger("flask_djqueue")
+
+_entered: Callable[[dict[str, Any]], AbstractContextManager[Any]] | None = None
+
+
+def prepare(sender: Any, **kwargs: Any) -> bool | None:
+    """Receiver of ``worker_preparing``: make the worker's app ours; True when it is."""
+    global _entered
+    if sender is not None and not isinstance(sender, Flask):
+        return None
+    app = sender if sender is not None else _only_app()
+    if app is None:
+        if not DjQueue.made:  # flask_djqueue imported, but not used: not a Flask worker
+            return None
+        logger.warning(
+            "no Flask app was set up with DjQueue in this worker, so jobs run outside any app "
+            "context (current_app, db.session and the app's DJQUEUE_* settings are missing); "
+            "start it with `flask --app MODULE djqueue worker` or "
+            "`djqueue worker --app MODULE:create_app`"
+        )
+        return None
+    if state_of(app) is None:
+        raise ConfigurationError(
+            "app",
+            f"the Flask app {app.name!r} is not set up with DjQueue: call DjQueue(app), or "
+            "djq.init_app(app) in its factory",
+        )
+    set_worker_app(app)
+    if not (has_app_context() and current_app._get_current_object() is app):  # type: ignore[attr-defined]
+        app.app_context().push()  # for the life of the worker, as `flask` commands have one
+    if _entered is not None:
+        around.remove(_entered)
+
+    def entered(payload: dict[str, Any]) -> AbstractContextManager[None]:
+        return job_context(app, payload)
+
+    _entered = entered
+    around.add(entered)
+    install_middleware()
+    return True
+
+
+def _only_app() -> Flask | None:
+    gc.collect()  # apps made and dropped while importing are not candidates
+    apps = live_apps()
+    if len(apps) > 1:
+        names = ", ".join(sorted(repr(app.name) for app in apps))
+        raise ConfigurationError(
+            "app",
+            f"{len(apps)} Flask apps are set up with DjQueue in this worker ({names}): name "
+            "one with `djqueue worker --app MODULE:FACTORY` or `flask --app MODULE djqueue "
+            "worker`",
+        )
+    return apps[0] if apps else None
+
+
+signals.worker_preparing.connect(prepare)

@@ -1,0 +1,198 @@
+"""The worker for a Flask app, in subprocesses as a user starts it: ``flask djqueue worker``,
+``djqueue worker --app``, ``djqueue worker -r wsgi``, and the warning when there is no app."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import flask
+import pytest
+import redis
+
+from tests.redis_server import RedisServer
+from tests.worker_support import ROOT, wait_for
+
+from .shop import Order, count_orders, create_app, db
+
+pytestmark = pytest.mark.slow
+
+
+class Command:
+    """One command run as a user would, with the shop's config in ``FLASK_*`` variables."""
+
+    def __init__(self, args: list[str], log: Path, redis_url: str, database: str) -> None:
+        self.log = log
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "FLASK_DJQUEUE_REDIS_URL": redis_url,
+            "FLASK_SQLALCHEMY_DATABASE_URI": database,
+        }
+        for name in ("DJQUEUE_REDIS_URL", "REDIS_URL", "DJQUEUE_NAMESPACE", "FLASK_APP"):
+            env.pop(name, None)
+        self._file = open(log, "ab")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [sys.executable, *args], cwd=ROOT, env=env, stdout=self._file, stderr=subprocess.STDOUT
+        )
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_for(self, predicate: Any, what: str) -> Any:
+        """`wait_for`, with this command's output in the failure."""
+        try:
+            return wait_for(predicate, what=what)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the command's output:\n{self.output()}") from None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+        self._file.close()
+
+
+@pytest.fixture
+def run(tmp_path: Path, redis_url: str, database: str) -> Iterator[Any]:
+    started: list[Command] = []
+
+    def start(*args: str, redis: str = redis_url) -> Command:
+        command = Command(list(args), tmp_path / f"command{len(started)}.log", redis, database)
+        started.append(command)
+        return command
+
+    yield start
+    for command in started:
+        command.stop()
+
+
+def process_info(r: redis.Redis, namespace: str = "") -> dict[str, Any]:
+    """The ``info`` of the one worker process registered in Redis."""
+    prefix = f"{namespace}:" if namespace else ""
+    members = wait_for(lambda: r.smembers(f"{prefix}processes"), what="the worker's first beat")
+    (identity,) = members
+    return json.loads(r.hget(f"{prefix}{identity}", "info") or "{}")
+
+
+def confirmed(app: flask.Flask, order_id: int) -> Order | None:
+    with app.app_context():
+        order = db.session.get(Order, order_id)
+        return order if order is not None and order.status == "confirmed" else None
+
+
+def test_flask_djqueue_worker_honours_its_flags_and_runs_jobs_in_the_app_context(
+    run: Any, app: flask.Flask, r: redis.Redis, redis_url: str, database: str
+) -> None:
+    # The web side sends to "orders"; the worker's app config knows only "default".
+    web = create_app(
+        SQLALCHEMY_DATABASE_URI=database,
+        DJQUEUE_REDIS_URL=redis_url,
+        DJQUEUE_DEFAULT_QUEUE="orders",
+    )
+    worker = run(
+        "-m", "flask", "--app", "tests.flask.shop", "djqueue", "worker", "-q", "orders", "-c", "3"
+    )
+    info = process_info(r)
+    assert (info["queues"], info["concurrency"]) == (["orders"], 3)
+
+    order = (
+        web.test_client()
+        .post("/orders", data={"name": "a"}, headers={"X-Request-ID": "req-flask", "X-User": "7"})
+        .json
+    )
+    done = worker.wait_for(lambda: confirmed(app, order["id"]), "the order confirmed")
+    assert (done.request_id, done.user_id, done.app_name) == ("req-flask", 7, "shop")
+    log = worker.wait_for(lambda: "confirmed order" in worker.output() and worker.output(), "log")
+    assert f"request_id=req-flask INFO: confirmed order {order['id']}" in log
+    signals = worker.wait_for(lambda: r.lrange("shop:signals", 0, -1), "the signal receiver")
+    assert signals == ["shop.confirm_order in shop"]  # the receiver saw current_app
+
+
+@pytest.mark.parametrize("how", ["--app", "-r wsgi"])
+def test_djqueue_worker_with_an_app_and_flags_that_win_over_its_config(
+    how: str,
+    run: Any,
+    app: flask.Flask,
+    redis_url: str,
+    database: str,
+    second_redis: RedisServer,
+) -> None:
+    """The app's config names the session's Redis; the flags name another Redis and namespace,
+    a queue, a concurrency, a timeout and a tag: the flags win, every one."""
+    second_redis.client().flushall()
+    loading = (
+        ["--app", "tests.flask.shop:create_app"] if how == "--app" else ["-r", "tests.flask.wsgi"]
+    )
+    flags = [
+        "--redis-url",
+        second_redis.url,
+        "--namespace",
+        "other",
+        "-q",
+        "orders",
+        "-c",
+        "2",
+        "-t",
+        "7",
+        "--tag",
+        "shop-worker",
+    ]
+    worker = run("-m", "djqueue.worker.cli", "worker", *loading, *flags)
+    other = second_redis.client(decode_responses=True)
+    info = process_info(other, "other")
+    assert (info["queues"], info["concurrency"], info["tag"]) == (["orders"], 2, "shop-worker")
+    assert redis.Redis.from_url(redis_url).keys("*") == []
+
+    web = create_app(
+        SQLALCHEMY_DATABASE_URI=database,
+        DJQUEUE_REDIS_URL=second_redis.url,
+        DJQUEUE_NAMESPACE="other",
+        DJQUEUE_DEFAULT_QUEUE="orders",
+    )
+    order = web.test_client().post("/orders", data={"name": "b"}).json
+    done = worker.wait_for(lambda: confirmed(app, order["id"]), "the order confirmed")
+    assert done.app_name == "shop"
+    signals = worker.wait_for(lambda: other.lrange("shop:signals", 0, -1), "the signal receiver")
+    assert signals == ["shop.confirm_order in shop"]
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(20) == 0
+    assert "shutting down (waiting up to 7 s for running jobs)" in worker.output()
+
+
+def test_a_worker_without_an_app_says_so_when_it_starts(run: Any, r: redis.Redis) -> None:
+    worker = run("-m", "djqueue.worker.cli", "worker", "-r", "tests.flask.shop")
+    log = worker.wait_for(lambda: "no Flask app" in worker.output() and worker.output(), "warning")
+    assert "jobs run outside any app context" in log
+    assert "djqueue worker --app MODULE:create_app" in log
+
+
+def test_two_apps_and_no_app_flag_is_an_error(run: Any) -> None:
+    worker = run(
+        "-m", "djqueue.worker.cli", "worker", "-r", "tests.flask.wsgi", "-r", "tests.flask.wsgi2"
+    )
+    assert worker.process.wait(30) == 1
+    assert "2 Flask apps are set up with DjQueue in this worker" in worker.output()
+
+
+def test_flask_djqueue_reports_and_help(run: Any, app: flask.Flask, r: redis.Redis) -> None:
+    with app.app_context():
+        count_orders.perform_later()
+    base = ["-m", "flask", "--app", "tests.flask.shop", "djqueue"]
+    queues, stats, helped = (
+        run(*base, "queues"),
+        run(*base, "stats"),
+        run(*base, "worker", "--help"),
+    )
+    for command in (queues, stats, helped):
+        assert command.process.wait(30) == 0, command.output()
+    assert queues.output().splitlines()[1].split()[:2] == ["default", "1"]
+    assert "enqueued   1" in stats.output()
+    assert "DJQUEUE_CONCURRENCY, now 10" in helped.output()
+    assert "usage: flask djqueue worker" in helped.output()
