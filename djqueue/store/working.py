@@ -17,7 +17,7 @@ import redis
 import redis.exceptions
 
 from .keys import RECOVERY_TTL, Keys
-from .scripts import REQUEUE_PROCESS, TAKE
+from .scripts import REQUEUE_PROCESS, STARTED, TAKE
 
 
 class Held(Protocol):
@@ -91,6 +91,7 @@ class WorkingLists:
             args += (pair[job.queue], job.raw)
         for job in back:
             args += (pair[job.queue], job.raw)
+        args += (self.keys.status_prefix, self.identity)
         reply = self._call(args)
         names = self.names
         if reply[1]:
@@ -139,6 +140,8 @@ class WorkingLists:
         except (ValueError, RecursionError, AttributeError):
             jid = None
         recovered = isinstance(jid, str) and bool(self.redis.hexists(self.keys.recoveries, jid))
+        if b'"retention":' in raw:
+            STARTED(self.redis, [], [raw, self.identity, self.keys.status_prefix])
         return raw, recovered
 
     def cancel_waits(self) -> None:
@@ -185,7 +188,13 @@ def requeue_process(
     pairs: list[str] = []
     for name in names:
         pairs += (keys.working(identity, name), keys.queue(name))
-    args = [identity if drop_index else "", "1" if crashed else "", RECOVERY_TTL, *names]
+    args = [
+        identity if drop_index else "",
+        "1" if crashed else "",
+        RECOVERY_TTL,
+        *names,
+        keys.status_prefix,
+    ]
     redis_keys = [keys.working_lists, keys.queues, keys.recoveries, *pairs]
     return int(REQUEUE_PROCESS(redis_client, redis_keys, args))
 

@@ -14,12 +14,13 @@ from collections import Counter
 from typing import Any
 
 from ..config import Settings
-from ..store import JobStore
+from ..store import JobStore, StatusStore
 from .backoff import REDIS_ERRORS
 from .buffer import JobBuffer
 from .fetch import Fetcher
 from .job_logger import JobLogger, JobSignals
 from .job_retry import JobRetry
+from .lifecycle import Lifecycle
 from .log import logger
 from .processor import Processor, Step, compose
 from .recovery import RecoveryGuard
@@ -44,7 +45,8 @@ class Manager:
         self.hard_stop = threading.Event()
         self.retry = JobRetry(jobs, fetcher, settings, self.hard_stop)
         # Outermost first: the retry decision sees what the others already reported.
-        steps: list[Step] = [self.retry, JobLogger(), JobSignals(), stats]
+        ends = Lifecycle(StatusStore(jobs.redis, jobs.keys), self.hard_stop)
+        steps: list[Step] = [self.retry, JobLogger(), JobSignals(), stats, ends]
         self.handler = compose(steps)
         #: For jobs pushed back after a crash (`djqueue.worker.recovery`); the others skip
         #: the extra step.

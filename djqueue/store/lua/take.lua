@@ -10,6 +10,8 @@
 -- Then A pairs (pair number, job JSON): finished jobs, removed from their working list.
 -- Then pairs (pair number, job JSON): unstarted jobs, moved from the working list back to the
 -- front of their queue (only if still there, so never twice), newest first.
+-- Then the status key prefix and this process's identity: a tracked job taken becomes 'active'
+-- (its attempts counted, the process named), one pushed back 'pending' again.
 -- Returns {how many jobs were pushed back, the pair numbers of queues skipped because their key
 -- is not a list (space-separated, usually ''), the positions (1-based) among the jobs taken of
 -- those entered in the recoveries hash (space-separated, usually ''), then pair number, job
@@ -32,6 +34,9 @@ local function jid_of(job)
   return nil
 end
 
+--!include status
+local identity = table.remove(ARGV)
+local status_prefix = table.remove(ARGV)
 local skipped = {}
 local function usable(pair)
   if skipped[pair] == nil then
@@ -52,6 +57,11 @@ for i = first_back, #ARGV, 2 do
   if usable(pair) and redis.call('LREM', KEYS[2 * pair], 1, ARGV[i + 1]) == 1 then
     redis.call('RPUSH', KEYS[2 * pair - 1], ARGV[i + 1])
     pushed = pushed + 1
+    local tracked = status_job(ARGV[i + 1])
+    if tracked then
+      status_moving(status_prefix, tracked, 'pending', 0)
+      redis.call('HINCRBY', status_prefix .. tracked['jid'], 'attempts', -1)
+    end
   end
 end
 
@@ -73,6 +83,12 @@ if wanted > 0 then
         count = count + 1
         taken[2 * count + 2] = pair
         taken[2 * count + 3] = job
+        local tracked = status_job(job)
+        if tracked then
+          status_moving(status_prefix, tracked, 'active', 0, 'started_at', status_now(),
+            'process', identity)
+          redis.call('HINCRBY', status_prefix .. tracked['jid'], 'attempts', 1)
+        end
         if recovering then
           local jid = jid_of(job)
           if jid and redis.call('HEXISTS', recoveries, jid) == 1 then
