@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .config import Settings
 from .errors import JobCancelled, JobFailed, JobNotTracked, ResultTimeout
 from .store import JobStore, StatusStore
 
@@ -58,16 +59,30 @@ class JobStatus:
     error_message: str | None = None
     #: The identity (``hostname:pid:hex``) of the process that ran it last.
     process: str | None = None
+    #: The process of each attempt, oldest first (the last 25).
+    workers: tuple[str, ...] = ()
     #: Someone called `cancel` while the job ran; it ends as cancelled.
     cancel_requested: bool = False
     #: Seconds the job is kept once finished.
     retention: int | None = None
     #: The return value's JSON (completed jobs only); `value` decodes it.
     result_json: str | None = None
+    #: The job's JSON as it was pushed (its arguments), kept with the status.
+    payload_json: str | None = None
 
     @property
     def finished(self) -> bool:
         return self.state in FINISHED
+
+    @property
+    def args(self) -> list[Any] | None:
+        """The job's arguments as pushed (None when unknown)."""
+        try:
+            found = json.loads(self.payload_json) if self.payload_json else None
+        except ValueError:
+            return None
+        args = found.get("args") if isinstance(found, dict) else None
+        return args if isinstance(args, list) else None
 
     @property
     def value(self) -> Any:
@@ -92,23 +107,25 @@ class JobStatus:
             error_class=fields.get("error_class") or None,
             error_message=fields.get("error_message") or None,
             process=fields.get("process") or None,
+            workers=tuple(fields.get("workers", "").split()),
             cancel_requested=bool(fields.get("cancel")),
             retention=int(retention) if retention is not None else None,
             result_json=fields.get("result") if "result" in fields else None,
+            payload_json=fields.get("payload") or None,
         )
 
 
-def _stores() -> tuple[StatusStore, JobStore, Any]:
-    from .client import get_client
+def _stores(settings: Settings | None = None) -> tuple[StatusStore, JobStore, Any]:
+    from .client import Client, get_client
 
-    client = get_client()
+    client = get_client() if settings is None else Client(settings)
     return StatusStore(client.redis, client.keys), client.store, client
 
 
-def status(jid: str) -> JobStatus:
+def status(jid: str, settings: Settings | None = None) -> JobStatus:
     """The job's state and times; ``state == "unknown"`` when it is not tracked (pushed without
     ``retention``), its retention has passed, or no such job was pushed. One Redis read."""
-    return JobStatus.from_hash(str(jid), _stores()[0].read(str(jid)))
+    return JobStatus.from_hash(str(jid), _stores(settings)[0].read(str(jid)))
 
 
 def _outcome(st: JobStatus) -> Any:

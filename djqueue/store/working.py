@@ -21,10 +21,13 @@ from .scripts import REQUEUE_PROCESS, STARTED, TAKE
 
 
 class Held(Protocol):
-    """A job in hand: the queue it came from and its JSON exactly as stored."""
+    """A job in hand: the queue it came from and its JSON exactly as stored; ``ending``, for a
+    tracked job that ran, is (state, result JSON, error class, error message) to write into
+    its status when it is acknowledged (see take.lua), else None."""
 
     queue: str
     raw: bytes
+    ending: tuple[str, str, str, str] | None
 
 
 class WorkingLists:
@@ -86,9 +89,13 @@ class WorkingLists:
     ) -> tuple[int, list[tuple[str, bytes, bool]]]:
         pair = self._pair
         sequence = self._in_order if order is None else " ".join([pair[n] for n in order])
-        args: list[Any] = [count, sequence, len(acks)]
-        for job in acks:
+        plain = [job for job in acks if job.ending is None]
+        ends = [job for job in acks if job.ending is not None] if len(plain) < len(acks) else []
+        args: list[Any] = [count, sequence, len(plain), len(ends)]
+        for job in plain:
             args += (pair[job.queue], job.raw)
+        for job in ends:
+            args += (pair[job.queue], job.raw, *job.ending)  # type: ignore[misc]
         for job in back:
             args += (pair[job.queue], job.raw)
         args += (self.keys.status_prefix, self.identity)

@@ -147,7 +147,10 @@ class JobRetry:
         """Acknowledge a failed job that goes nowhere; a tracked one ends as dead, with its
         error, in the same step."""
         if "retention" in payload:
-            error = {"error_class": type(exc).__name__, "error_message": str(exc)}
+            error = {
+                "error_class": retry.error_class(exc),
+                "error_message": retry.error_message(exc),
+            }
             self.status.finish(unit.working, unit.raw, "dead", error)
         else:
             self.fetcher.fetch(0, acks=[unit])

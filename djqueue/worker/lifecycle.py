@@ -1,25 +1,23 @@
 """The processor step that ends a tracked job: completed with its return value, or cancelled.
 
 Only jobs pushed with a ``retention`` come here (a dict lookup tells; the others go straight
-through). Such a job leaves its working list in the same script that writes its end and its
-return value (`djqueue.store.StatusStore.finish`), at once rather than with the next batched
-acknowledgement, so `djqueue.result` waiters wake as soon as it is done: one round trip more
-per tracked job, none for the others. Failures are left to the retry step, outside this one,
-whose writes (retry later, bury) record them in the status; a job asked to stop
-(``current_job().cancelled``) ends as cancelled whether it returned or raised, and is not
-retried.
+through). The end is not written here: it is attached to the job (`Unit.ending`) and rides on
+the job's acknowledgement, which the next fetch of any processor carries (take.lua removes the
+job from its working list and writes its end and return value in the same step). So a tracked
+job costs no round trip of its own, and its end is written as soon as its acknowledgement is:
+at once when the processor goes for its next batch, within a heartbeat at the latest.
+Failures are left to the retry step, outside this one, whose writes (retry later, bury) record
+them in the status; a job asked to stop (``current_job().cancelled``) ends as cancelled whether
+it returned or raised, and is not retried.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from typing import Any
 
-from .. import running
-from ..store import StatusStore
-from .backoff import keep_trying
+from .. import retry, running
 from .fetch import Unit
 from .job_retry import JOB_ERRORS
 from .log import logger
@@ -27,10 +25,6 @@ from .log import logger
 
 class Lifecycle:
     """Processor step, innermost: ``step(unit, payload, inner)``; returns nothing."""
-
-    def __init__(self, status: StatusStore, stop: threading.Event) -> None:
-        self.status = status
-        self.stop = stop
 
     def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
         if "retention" not in payload:
@@ -43,23 +37,14 @@ class Lifecycle:
             except JOB_ERRORS as exc:
                 if not running.stop_requested(jid):
                     raise
-                error = {"error_class": type(exc).__name__, "error_message": str(exc)}
-                self.end(unit, "cancelled", error)
+                unit.ending = ("cancelled", "", retry.error_class(exc), retry.error_message(exc))
                 return
             if running.stop_requested(jid):
-                self.end(unit, "cancelled", {})
+                unit.ending = ("cancelled", "", "", "")
             else:
-                self.end(unit, "completed", {"result": self.to_json(payload, value)})
+                unit.ending = ("completed", self.to_json(payload, value), "", "")
         finally:
             running.forget(jid)
-
-    def end(self, unit: Unit, state: str, fields: dict[str, str]) -> None:
-        keep_trying(
-            lambda: self.status.finish(unit.working, unit.raw, state, fields),
-            "recording a finished job",
-            self.stop,
-        )
-        unit.acked = True
 
     @staticmethod
     def to_json(payload: dict[str, Any], value: Any) -> str:

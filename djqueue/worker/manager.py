@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from ..config import Settings
-from ..store import JobStore, StatusStore
+from ..store import JobStore
 from .backoff import REDIS_ERRORS
 from .buffer import JobBuffer
 from .fetch import Fetcher
@@ -45,8 +45,7 @@ class Manager:
         self.hard_stop = threading.Event()
         self.retry = JobRetry(jobs, fetcher, settings, self.hard_stop)
         # Outermost first: the retry decision sees what the others already reported.
-        ends = Lifecycle(StatusStore(jobs.redis, jobs.keys), self.hard_stop)
-        steps: list[Step] = [self.retry, JobLogger(), JobSignals(), stats, ends]
+        steps: list[Step] = [self.retry, JobLogger(), JobSignals(), stats, Lifecycle()]
         self.handler = compose(steps)
         #: For jobs pushed back after a crash (`djqueue.worker.recovery`); the others skip
         #: the extra step.

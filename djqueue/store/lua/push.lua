@@ -65,7 +65,8 @@ end
 for i = first_json, first_scheduled - 1 do
   local job = status_job(ARGV[i])
   if job then
-    status_moving(status_prefix, job, 'pending', 0, 'enqueued_at', status_text(job['enqueued_at']))
+    status_moving(status_prefix, job, 'pending', 0, 'enqueued_at', status_text(job['enqueued_at']),
+      'payload', ARGV[i])
   end
 end
 local now
@@ -74,7 +75,7 @@ for i = first_scheduled, #ARGV, 2 do
   if job then
     now = now or tonumber(redis.call('TIME')[1])
     status_moving(status_prefix, job, 'scheduled', tonumber(ARGV[i]) - now,
-      'scheduled_at', ARGV[i], 'created_at', status_text(job['created_at']))
+      'scheduled_at', ARGV[i], 'created_at', status_text(job['created_at']), 'payload', ARGV[i + 1])
   end
 end
 return total + (#ARGV - first_scheduled + 1) / 2

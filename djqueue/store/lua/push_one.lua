@@ -14,6 +14,7 @@ local length = redis.call('LPUSH', KEYS[2], ARGV[2])
 redis.call('SADD', KEYS[1], ARGV[1])
 local job = status_job(ARGV[2])
 if job then
-  status_moving(status_prefix, job, 'pending', 0, 'enqueued_at', status_text(job['enqueued_at']))
+  status_moving(status_prefix, job, 'pending', 0, 'enqueued_at', status_text(job['enqueued_at']),
+    'payload', ARGV[2])
 end
 return length

@@ -9,7 +9,6 @@
 local status_prefix = table.remove(ARGV)
 local job = status_job(ARGV[1])
 if job then
-  status_moving(status_prefix, job, 'active', 0, 'started_at', status_now(), 'process', ARGV[2])
-  redis.call('HINCRBY', status_prefix .. job['jid'], 'attempts', 1)
+  status_started(status_prefix, job, ARGV[2])
 end
 return 0

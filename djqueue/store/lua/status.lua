@@ -55,6 +55,26 @@ local function status_finished(prefix, job, state, ...)
   redis.call('EXPIRE', key .. ':done', ttl)
 end
 
+-- Taken by a worker: active, one more attempt, and the process named (`workers` lists the
+-- process of each attempt, the most recent STATUS_WORKERS of them).
+local STATUS_WORKERS = 25
+local function status_started(prefix, job, identity)
+  local key = prefix .. job['jid']
+  local workers = redis.call('HGET', key, 'workers')
+  if workers and workers ~= '' then
+    local _, count = string.gsub(workers, ' ', ' ')
+    if count >= STATUS_WORKERS - 1 then
+      workers = string.gsub(workers, '^[^ ]* ', '', 1)
+    end
+    workers = workers .. ' ' .. identity
+  else
+    workers = identity
+  end
+  status_moving(prefix, job, 'active', 0, 'started_at', status_now(), 'process', identity,
+    'workers', workers)
+  redis.call('HINCRBY', key, 'attempts', 1)
+end
+
 local function status_failed(prefix, job, state, wait, ...)
   local fields = {'error_class', status_text(job['error_class']),
     'error_message', status_text(job['error_message']), ...}

@@ -6,8 +6,11 @@
 -- its pair number, 1-based), then the recoveries hash (see requeue_process.lua).
 -- ARGV[1] = how many jobs to take (0: none).
 -- ARGV[2] = the pair numbers in the order to try them, separated by spaces.
--- ARGV[3] = how many acknowledgements follow (A).
+-- ARGV[3] = how many acknowledgements follow (A), ARGV[4] = how many ends of tracked jobs (E).
 -- Then A pairs (pair number, job JSON): finished jobs, removed from their working list.
+-- Then E groups (pair number, job JSON, state, result JSON, error class, error message):
+-- tracked jobs that ran, removed from their working list with their end written in their
+-- status (completed with the result, or cancelled), only if still there.
 -- Then pairs (pair number, job JSON): unstarted jobs, moved from the working list back to the
 -- front of their queue (only if still there, so never twice), newest first.
 -- Then the status key prefix and this process's identity: a tracked job taken becomes 'active'
@@ -47,9 +50,25 @@ local function usable(pair)
 end
 
 local recoveries = KEYS[#KEYS]
-local first_back = 4 + 2 * tonumber(ARGV[3])
-for i = 4, first_back - 1, 2 do
+local first_end = 5 + 2 * tonumber(ARGV[3])
+local first_back = first_end + 6 * tonumber(ARGV[4])
+for i = 5, first_end - 1, 2 do
   redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1])
+end
+for i = first_end, first_back - 1, 6 do
+  if redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1]) == 1 then
+    local tracked = status_job(ARGV[i + 1])
+    if tracked then
+      local fields = {}
+      for n, name in ipairs({'result', 'error_class', 'error_message'}) do
+        if ARGV[i + 2 + n] ~= '' then
+          fields[#fields + 1] = name
+          fields[#fields + 1] = ARGV[i + 2 + n]
+        end
+      end
+      status_finished(status_prefix, tracked, ARGV[i + 2], unpack(fields))
+    end
+  end
 end
 local pushed = 0
 for i = first_back, #ARGV, 2 do
@@ -85,9 +104,7 @@ if wanted > 0 then
         taken[2 * count + 3] = job
         local tracked = status_job(job)
         if tracked then
-          status_moving(status_prefix, tracked, 'active', 0, 'started_at', status_now(),
-            'process', identity)
-          redis.call('HINCRBY', status_prefix .. tracked['jid'], 'attempts', 1)
+          status_started(status_prefix, tracked, identity)
         end
         if recovering then
           local jid = jid_of(job)
