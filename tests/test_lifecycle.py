@@ -176,3 +176,31 @@ def test_status_survives_a_kill_9_of_the_worker(spawn, redis_url, r):
     st = djqueue.status(jid)
     assert st.attempts == 2 and st.process == third.identity(r)
     second.kill()
+
+
+def test_djqueue_status_on_the_command_line(worker, redis_url):
+    import subprocess
+    import sys
+
+    from .worker_support import ROOT
+
+    def cli(jid: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "djqueue.worker.cli", "status", jid, "--redis-url", redis_url],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    jid = jobs.add.perform_later(20, 22)
+    w = worker()
+    djqueue.result(jid, timeout=10)
+    shown = cli(jid)
+    assert shown.returncode == 0
+    rows = dict(line.split(None, 1) for line in shown.stdout.splitlines())
+    assert rows["jid"] == jid and rows["state"] == "completed" and rows["job"] == "t.add"
+    assert rows["result"] == "42" and rows["attempts"] == "1" and rows["process"] == w.identity
+    assert rows["finished"].endswith(" UTC")
+    missing = cli("f" * 24)
+    assert missing.returncode == 1 and "unknown" in missing.stdout

@@ -46,9 +46,10 @@ class StatusStore:
         return found is not None
 
     def finish(self, working: str, stored: Member, state: str, fields: dict[str, str]) -> bool:
-        """A tracked job that ran leaves its working list as ``state`` (completed, cancelled,
-        dead) with ``fields`` (result, error_class, error_message) in its status; False when
-        it had left already (pushed back at shutdown: it runs again)."""
+        """A tracked job leaves its working list at once as ``state`` (dead, when dropped after
+        failing) with ``fields`` (error_class, error_message) in its status; False when it had
+        left already (pushed back at shutdown: it runs again). Ends after a run ride on the
+        acknowledgement instead (`WorkingLists.take`)."""
         args: list[Any] = [stored, state]
         for field, value in fields.items():
             args += (field, value)

@@ -273,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (
         ("stats", "print processed/failed counts and set sizes"),
         ("queues", "print each queue's size and latency"),
+        ("status", "print a tracked job's state, times, attempts, error and result"),
     ):
         sub = commands.add_parser(name, help=text, description=text)
         sub.add_argument("--redis-url", default=None, metavar="URL", help="Redis to read")
@@ -280,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--redis-url-file", default=None, metavar="PATH", help="read the URL from PATH"
         )
         sub.add_argument("--namespace", default=None, help="prefix of every Redis key")
+        if name == "status":
+            sub.add_argument("jid", help="the job's id")
     return parser
 
 
@@ -294,7 +297,12 @@ def main(argv: list[str] | None = None) -> int:
             return run_worker(options)
         from ..api import report
 
+        jid = options.pop("jid", None)
         settings = effective_settings(options, config.get_settings())
+        if command == "status":
+            text = report.job_status(jid, settings)
+            print(text)
+            return 1 if text.startswith(f"job {jid}: unknown") else 0
         print(report.stats(settings) if command == "stats" else report.queues(settings))
         return 0
     except DjQueueError as exc:

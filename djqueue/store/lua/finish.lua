@@ -1,7 +1,8 @@
 #!lua
--- A tracked job's end, written as it leaves its working list: completed (with its return
--- value), cancelled, or dropped after a failure (retry: false). Untracked jobs never come here;
--- they are acknowledged in batches by take.lua.
+-- A tracked job's end written at once as it leaves its working list: a failed job dropped
+-- (retry: false, or a retry_in hook discarding it) ends 'dead' with its error. A tracked job
+-- that ran ends with its batched acknowledgement in take.lua instead; untracked jobs never
+-- come here.
 --
 -- KEYS[1] = the working list. ARGV[1] = the job as stored there, ARGV[2] = the state, then
 -- (field, value) pairs for the status hash (result, error_class, ...), then the status key
