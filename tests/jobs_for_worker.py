@@ -142,3 +142,14 @@ def _retry_in_a_second(count: int, exc: BaseException) -> float:
 @djqueue.job(name="t.flaky_later", retry=1, retry_in=_retry_in_a_second, retention=60)
 def flaky_later(message: str) -> None:
     raise KeyError(message)
+
+
+@djqueue.job(name="t.hold_then_fail", retry=3, retention=60)
+def hold_then_fail(key: str) -> None:
+    """Records its start, waits for ``release`` (30 s at most), then fails."""
+    r().rpush(key, "started")
+    for _ in range(600):
+        if r().exists("release"):
+            break
+        time.sleep(0.05)
+    raise ValueError("failed after the cancel")

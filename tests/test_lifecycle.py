@@ -156,6 +156,20 @@ def test_cancel_a_running_job(worker, r):
     assert djqueue.cancel(jid) == lifecycle.ALREADY_FINISHED
 
 
+def test_a_running_job_cancelled_before_it_fails_is_not_retried(worker, r):
+    """The failure comes before the worker's heartbeat has read the request (beats are a
+    minute apart here): the retry write itself sees it, and the job ends cancelled."""
+    jid = jobs.hold_then_fail.perform_later("log")
+    worker(heartbeat_interval=60)
+    wait_for(lambda: r.lrange("log", 0, -1) == ["started"], what="start")
+    assert djqueue.cancel(jid) == lifecycle.CANCELLING
+    r.set("release", 1)
+    wait_for(lambda: state(jid) == "cancelled", what="cancelled")
+    st = djqueue.status(jid)
+    assert st.error_class == "ValueError" and st.error_message == "failed after the cancel"
+    assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+
+
 @pytest.mark.slow
 def test_status_survives_a_kill_9_of_the_worker(spawn, redis_url, r):
     jid = jobs.hold.set(retention=60).perform_later("held", 1)
