@@ -80,10 +80,13 @@ def push_figures(tree: Path, url: str, jobs: int) -> dict[str, float]:
     return figures
 
 
-def drain_rate(tree: Path, url: str, jobs: int) -> tuple[float, float]:
+def drain_rate(
+    tree: Path, url: str, jobs: int, fields: dict[str, object] | None = None
+) -> tuple[float, float]:
     """No-op jobs per second, from the first job's start until nothing is left; and the CPU
     the worker process used per job (user + system, start-up included), which depends far
-    less than wall time on what else the machine is doing."""
+    less than wall time on what else the machine is doing. ``fields`` are added to every
+    no-op job's payload (``bench.retention_bench`` adds ``retention``)."""
     r = redis.Redis.from_url(url)
     r.flushall()
     now = time.time()
@@ -98,6 +101,7 @@ def drain_rate(tree: Path, url: str, jobs: int) -> tuple[float, float]:
                 "retry": False,
                 "created_at": now,
                 "enqueued_at": now,
+                **(fields or {}),
             },
             separators=(",", ":"),
         )

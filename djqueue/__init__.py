@@ -11,13 +11,18 @@ from .errors import (
     ConfigurationError,
     DjQueueError,
     DuplicateJobName,
+    JobCancelled,
+    JobFailed,
+    JobNotTracked,
     MalformedJob,
     PayloadTooLarge,
     RedisUnavailable,
+    ResultTimeout,
     UnknownJob,
 )
 from .executor import current_job
 from .job import FunctionJob, Job, JobHandle, job
+from .lifecycle import JobRef, JobStatus, aresult, cancel, result, status
 from .middleware import Chain, client_middleware, server_middleware
 
 __version__ = "0.1.0"
@@ -30,16 +35,26 @@ __all__ = [
     "DuplicateJobName",
     "FunctionJob",
     "Job",
+    "JobCancelled",
+    "JobFailed",
     "JobHandle",
+    "JobNotTracked",
+    "JobRef",
+    "JobStatus",
     "MalformedJob",
     "PayloadTooLarge",
     "RedisUnavailable",
+    "ResultTimeout",
     "Settings",
     "UnknownJob",
+    "aresult",
+    "cancel",
     "client_middleware",
     "configure",
     "current_job",
     "get_settings",
     "job",
+    "result",
     "server_middleware",
+    "status",
 ]

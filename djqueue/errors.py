@@ -65,3 +65,30 @@ class PayloadTooLarge(DjQueueError, ValueError):
 class ProcessDied(DjQueueError):
     """Recorded on a job buried because the worker process died while running it, again and
     again (a segfault, ``os._exit``, the kernel's OOM killer): a poison job."""
+
+
+class JobFailed(DjQueueError):
+    """`djqueue.result` of a job that ended without a value: it died (its retries used up, or
+    ``retry: false``) or was cancelled. Carries the job's own error class name and message as
+    the worker recorded them (the exception itself lived in another process)."""
+
+    def __init__(self, jid: str, state: str, error_class: str, error_message: str) -> None:
+        self.jid = jid
+        self.state = state
+        self.error_class = error_class
+        self.error_message = error_message
+        detail = f"{error_class}: {error_message}" if error_class else state
+        super().__init__(f"job {jid} ended {state}: {detail}")
+
+
+class JobCancelled(JobFailed):
+    """`djqueue.result` of a job that was cancelled."""
+
+
+class ResultTimeout(DjQueueError, TimeoutError):
+    """`djqueue.result` waited its timeout and the job had not finished."""
+
+
+class JobNotTracked(DjQueueError, LookupError):
+    """`djqueue.result` of a jid with no status: pushed without ``retention``, expired after
+    its retention, or never pushed."""

@@ -16,13 +16,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, TypeVar, overload
 
 from . import registry
+from .lifecycle import JobRef
 from .payload import check_queue_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
 
 #: Options that become payload fields, with Sidekiq's names and meaning.
-PAYLOAD_OPTIONS = ("queue", "retry", "retry_queue", "backtrace", "dead", "tags")
+PAYLOAD_OPTIONS = ("queue", "retry", "retry_queue", "backtrace", "dead", "tags", "retention")
 
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -44,7 +45,23 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
             raise ValueError("tags must be a list of strings")
         options["tags"] = list(tags)
+    if "retention" in options:
+        options["retention"] = _retention(options["retention"])
     return options
+
+
+def _retention(value: Any) -> int | None:
+    """Seconds to keep a finished job's status and result (`djqueue.lifecycle`); None or 0
+    turns tracking off (the payload then carries no ``retention`` field at all)."""
+    if value is None:
+        return None
+    if isinstance(value, dt.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"retention must be seconds or a timedelta, got {value!r}")
+    if value < 0:
+        raise ValueError(f"retention must be >= 0 seconds, got {value!r}")
+    return math.ceil(value) or None
 
 
 def _refuse_kwargs(name: str, method: str, kwargs: dict[str, Any]) -> None:
@@ -77,6 +94,10 @@ def _seconds(interval: dt.timedelta | float | int) -> float:
     raise TypeError(f"expected seconds or a timedelta, got {type(interval).__name__}")
 
 
+def _ref(jid: str | None) -> JobRef | None:
+    return None if jid is None else JobRef(jid)
+
+
 class JobHandle:
     """A registered job with option overrides; ``job.set(queue="low")`` returns one.
 
@@ -94,23 +115,29 @@ class JobHandle:
         return JobHandle(self.definition, {**self.overrides, **check_options(options)})
 
     def _item(self, args: Sequence[Any]) -> dict[str, Any]:
-        return {
+        item = {
             **self.definition.job_options,
             **self.overrides,
             "class": self.definition.job_name,
             "args": list(args),
         }
+        if "retention" in item and not item["retention"]:
+            del item["retention"]  # ``.set(retention=None)`` turns a job's tracking off
+        return item
 
-    def perform_later(self, *args: Any, **kwargs: Any) -> str | None:
-        """Push the job to its queue; it runs as soon as a worker takes it."""
+    def perform_later(self, *args: Any, **kwargs: Any) -> JobRef | None:
+        """Push the job to its queue; it runs as soon as a worker takes it. Returns the jid
+        (a `djqueue.lifecycle.JobRef`: a str with ``status()``, ``result()``, ``cancel()``)."""
         _refuse_kwargs(self.job_name, "perform_later", kwargs)
         from .client import get_client
 
-        return get_client().push(self._item(args))
+        return _ref(get_client().push(self._item(args)))
 
     perform_async = perform_later
 
-    def perform_in(self, interval: dt.timedelta | float, *args: Any, **kwargs: Any) -> str | None:
+    def perform_in(
+        self, interval: dt.timedelta | float, *args: Any, **kwargs: Any
+    ) -> JobRef | None:
         """Run after ``interval`` (seconds or timedelta); zero or negative pushes at once."""
         _refuse_kwargs(self.job_name, "perform_in", kwargs)
         from .client import get_client
@@ -118,16 +145,16 @@ class JobHandle:
 
         item = self._item(args)
         item["at"] = now() + _seconds(interval)
-        return get_client().push(item)
+        return _ref(get_client().push(item))
 
-    def perform_at(self, when: dt.datetime | float, *args: Any, **kwargs: Any) -> str | None:
+    def perform_at(self, when: dt.datetime | float, *args: Any, **kwargs: Any) -> JobRef | None:
         """Run at ``when`` (an aware or local datetime, or epoch seconds)."""
         _refuse_kwargs(self.job_name, "perform_at", kwargs)
         from .client import get_client
 
         item = self._item(args)
         item["at"] = _epoch(when)
-        return get_client().push(item)
+        return _ref(get_client().push(item))
 
     def perform_bulk(self, args_list: Iterable[Sequence[Any]], batch_size: int = 1000) -> list[str]:
         """Push one job per argument list, one Redis round trip per ``batch_size`` jobs."""
@@ -293,7 +320,9 @@ def job(
 def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> Any:
     """Register a function or class as a job: ``@job`` or ``@job(queue="mailers", retry=5)``.
 
-    Options: ``queue``, ``retry`` (True = 25 tries, False, or a number), ``name`` (the
+    Options: ``queue``, ``retry`` (True = 25 tries, False, or a number), ``retention``
+    (seconds or a timedelta to keep the finished job's status and return value: see
+    `djqueue.lifecycle`; off by default), ``name`` (the
     registered name, written as the payload's ``class``; default the dotted path),
     ``retry_queue``, ``backtrace``, ``dead``, ``tags``; for functions also ``retry_in`` and
     ``retries_exhausted`` hooks (classes define them as class methods).

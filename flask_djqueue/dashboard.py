@@ -47,6 +47,7 @@ from djqueue.web import queues as web_queues
 from djqueue.web.dashboard import POLL_CHOICES, poll_interval
 from djqueue.web.dashboard import dashboard as read_dashboard
 from djqueue.web.job import job_page
+from djqueue.web.lifecycle import status_page
 from djqueue.web.lists import job_list as read_list
 from djqueue.web.query import ListQuery
 
@@ -83,6 +84,7 @@ def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard
         ("/queues/<path:queue>/job/<path:key>", pages.queue_job, ["GET", "POST"]),
         ("/queues/<path:queue>", pages.queue, ["GET", "POST"]),
         ("/busy", pages.busy, ["GET", "POST"]),
+        ("/job", pages.job_status, ["GET"]),
     ):
         bp.add_url_rule(rule, view.__name__, view, methods=methods)
     for segment in LISTS:
@@ -284,6 +286,17 @@ class _Pages:
             allowed_actions=[a for a in found.actions if self.allowed(a.permission)]
             if found
             else [],
+        )
+
+    def job_status(self) -> Any:
+        """The answer to the dashboard's 'find job by jid' box: the job's lifecycle."""
+        try:
+            found = status_page(request.args.get("jid", ""), self.settings)
+        except RedisUnavailable as exc:
+            return self.unavailable(exc)
+        title = f"Job {found.jid}" if found.jid else "Find job by jid"
+        return self.render(
+            "status.html", title, 200 if found.fields or not found.jid else 404, found=found
         )
 
     def busy(self) -> Any:

@@ -114,3 +114,42 @@ def mark(number: int) -> None:
     finally:
         os.close(fd)
     time.sleep(0.002)
+
+
+@djqueue.job(name="t.add", retention=60)
+def add(a: int, b: int) -> int:
+    """Tracked by default (``retention``): its return value is kept for a minute."""
+    return a + b
+
+
+@djqueue.job(name="t.stoppable", retention=60)
+def stoppable(key: str) -> str:
+    """Runs until it is cancelled (30 s at most), checking ``current_job().cancelled``."""
+    r().rpush(key, "started")
+    job = djqueue.current_job()
+    for _ in range(600):
+        if job.cancelled:
+            r().rpush(key, "saw cancel")
+            return "stopped early"
+        time.sleep(0.05)
+    return "ran to the end"
+
+
+def _retry_in_a_second(count: int, exc: BaseException) -> float:
+    return 1.0
+
+
+@djqueue.job(name="t.flaky_later", retry=1, retry_in=_retry_in_a_second, retention=60)
+def flaky_later(message: str) -> None:
+    raise KeyError(message)
+
+
+@djqueue.job(name="t.hold_then_fail", retry=3, retention=60)
+def hold_then_fail(key: str) -> None:
+    """Records its start, waits for ``release`` (30 s at most), then fails."""
+    r().rpush(key, "started")
+    for _ in range(600):
+        if r().exists("release"):
+            break
+        time.sleep(0.05)
+    raise ValueError("failed after the cancel")

@@ -6,7 +6,10 @@ print the same text, so a figure reads alike wherever it is asked for.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from ..config import Settings
+from ..lifecycle import JobStatus, status
 from .queue import Queue
 from .stats import Stats
 
@@ -37,3 +40,44 @@ def queues(settings: Settings | None = None) -> str:
     lines = [f"{'queue':<{width}}  {'size':>8}  {'latency':>10}"]
     lines += [f"{q.name:<{width}}  {q.size:>8}  {q.latency:>9.1f}s" for q in found]
     return "\n".join(lines)
+
+
+def _when(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    moment = dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def status_rows(st: JobStatus) -> list[tuple[str, str]]:
+    """A tracked job's lifecycle as (label, text) rows, empty ones left out: ``djqueue status``
+    prints them, and the admin's and the dashboard's job pages show them."""
+    error = f"{st.error_class}: {st.error_message or ''}" if st.error_class else ""
+    rows = [
+        ("state", st.state + (" (cancel requested)" if st.cancel_requested else "")),
+        ("job", st.job_class or ""),
+        ("queue", st.queue or ""),
+        ("scheduled", _when(st.scheduled_at)),
+        ("enqueued", _when(st.enqueued_at)),
+        ("started", _when(st.started_at)),
+        ("retry at", _when(st.retry_at)),
+        ("finished", _when(st.finished_at)),
+        ("attempts", str(st.attempts) if st.state != "unknown" else ""),
+        ("process", st.process or ""),
+        ("error", error),
+        ("result", (st.result_json or "") if st.state == "completed" else ""),
+        ("kept for", f"{st.retention} s once finished" if st.retention else ""),
+    ]
+    return [(label, text) for label, text in rows if text]
+
+
+def job_status(jid: str, settings: Settings | None = None) -> str:
+    """``djqueue status JID``: the job's lifecycle, one field per line."""
+    st = status(jid, settings)
+    if st.state == "unknown":
+        return (
+            f"job {jid}: unknown (not tracked: pushed without a retention, expired, "
+            f"or never pushed)"
+        )
+    rows = [("jid", st.jid), *status_rows(st)]
+    return "\n".join(f"{label:<10} {text}" for label, text in rows)

@@ -8,6 +8,7 @@ to make it happen, the way a Dramatiq broker is the only code that knows its sto
 - `keys`: key names and lifetimes (`Keys`).
 - `jobs`: push, move to queue, retry later, bury, delete, clear, find (`JobStore`).
 - `working`: take and acknowledge, requeue one job or a dead process's jobs (`WorkingLists`).
+- `status`: a tracked job's status hash, its end, its cancellation (`StatusStore`).
 - `processes`: beat, clear, prune, remote signals, counters (`ProcessStore`).
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 from .jobs import JobStore
 from .keys import Keys
 from .processes import SIGNALS, ProcessStore
+from .status import StatusStore
 from .working import WorkingLists, requeue_process, working_index
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "JobStore",
     "Keys",
     "ProcessStore",
+    "StatusStore",
     "WorkingLists",
     "requeue_process",
     "working_index",

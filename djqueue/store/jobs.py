@@ -78,7 +78,11 @@ class JobStore:
         if not scheduled and len(queued) == 1:
             ((queue, jsons),) = queued.items()
             if len(jsons) == 1:
-                PUSH_ONE(self.redis, [self.keys.queues, self.keys.queue(queue)], [queue, jsons[0]])
+                PUSH_ONE(
+                    self.redis,
+                    [self.keys.queues, self.keys.queue(queue)],
+                    [queue, jsons[0], self.keys.status_prefix],
+                )
                 return
         keys = [self.keys.queues, self.keys.schedule]
         args: list[Any] = [len(queued)]
@@ -89,6 +93,7 @@ class JobStore:
             args += jsons
         for at, json in scheduled:
             args += (at, json)
+        args.append(self.keys.status_prefix)
         PUSH(self.redis, keys, args)
 
     # -- sorted sets to queues ---------------------------------------------------------------
@@ -104,6 +109,7 @@ class JobStore:
         for member, queue, json in moves:
             keys.append(self.keys.queue(queue))
             args += (member, queue, json)
+        args.append(self.keys.status_prefix)
         moved, stuck = MOVE_TO_QUEUE(self.redis, keys, args)
         return Moved(int(moved), int(stuck))
 
@@ -125,7 +131,11 @@ class JobStore:
     def retry_later(self, working: str, stored: Member, json: str, at: float) -> bool:
         """A failed job from its working list to ``retry`` at ``at``; False when it had left
         the working list already (pushed back meanwhile, or this call is a second try)."""
-        return bool(RETRY_LATER(self.redis, [self.keys.retry, working], [stored, json, at]))
+        return bool(
+            RETRY_LATER(
+                self.redis, [self.keys.retry, working], [stored, json, at, self.keys.status_prefix]
+            )
+        )
 
     def bury(
         self,
@@ -157,6 +167,7 @@ class JobStore:
         args: list[Any] = [kind, repr(now), repr(now - self.dead_timeout), self.dead_max_jobs]
         for stored, json in jobs:
             args += (stored, json)
+        args.append(self.keys.status_prefix)
         keys = [self.keys.dead, source or self.keys.dead]
         return int(BURY(self.redis, keys, args))
 

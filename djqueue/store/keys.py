@@ -21,6 +21,11 @@ RECOVERY_TTL = 7 * 24 * 3600
 #: Sidekiq 7 uses 60 s; djqueue prunes on every beat's schedule, so a dead process leaves the
 #: UIs about a minute after its last beat (its hash expiring) rather than up to two.
 PROCESS_CLEANUP_TTL = 5
+#: Seconds a tracked job's status hash lives while the job is on its way (queued, running,
+#: waiting to retry), beyond the wait until it is due: longer than Sidekiq's 25 retries take
+#: (about 21 days), so a job still in the system never loses its status. Once it has finished,
+#: the hash lives the job's own ``retention``.
+STATUS_IN_FLIGHT_TTL = 30 * 24 * 3600
 
 
 class Keys:
@@ -48,6 +53,9 @@ class Keys:
         #: Hash: jid of a job pushed back after a crash -> its starts counted since (poison
         #: jobs, ``requeue_process.lua``); the key exists only while such jobs are about.
         self.recoveries = p + "recoveries"
+        #: Prefix of the job status hashes ``status:JID`` (tracked jobs only: those pushed
+        #: with a ``retention``) and of their ``status:JID:done`` lists (see lua/status.lua).
+        self.status_prefix = p + "status:"
 
     def queue(self, name: str) -> str:
         return f"{self.prefix}queue:{name}"
@@ -72,6 +80,14 @@ class Keys:
     def daily(self, stat: str, day: str) -> str:
         """``stat:processed:YYYY-MM-DD`` for ``stat`` in ("processed", "failed")."""
         return f"{self.prefix}stat:{stat}:{day}"
+
+    def status(self, jid: str) -> str:
+        """A tracked job's status hash: state, times, attempts, error, result."""
+        return f"{self.status_prefix}{jid}"
+
+    def status_done(self, jid: str) -> str:
+        """A one-element list pushed when the tracked job finishes; result() blocks on it."""
+        return f"{self.status_prefix}{jid}:done"
 
     def strip(self, key: str) -> str:
         return key[len(self.prefix) :] if self.prefix and key.startswith(self.prefix) else key

@@ -4,6 +4,9 @@ A script is how a state change that touches several keys happens atomically: Red
 whole, and no other client sees a state in between. EVALSHA costs one round trip like any
 command; the script is loaded again when Redis has forgotten it (after a restart or SCRIPT
 FLUSH). Each file opens with the KEYS and ARGV it takes.
+
+A line ``--!include NAME`` is replaced by ``lua/NAME.lua`` (Redis runs one text per script, so
+the job-status helpers every transition shares are kept once and pasted in when loaded).
 """
 
 from __future__ import annotations
@@ -15,13 +18,29 @@ from typing import Any
 import redis
 import redis.exceptions
 
+from .keys import STATUS_IN_FLIGHT_TTL
+
+
+def _read(name: str) -> str:
+    return resources.files(__package__).joinpath(f"lua/{name}.lua").read_text("utf-8")
+
+
+def _source(name: str) -> str:
+    lines = []
+    for line in _read(name).splitlines(keepends=True):
+        if line.startswith("--!include "):
+            lines.append(_read(line.split()[1]))
+        else:
+            lines.append(line)
+    return "".join(lines).replace("@IN_FLIGHT_TTL@", str(STATUS_IN_FLIGHT_TTL))
+
 
 class Script:
     """``lua/<name>.lua``, callable on a `redis.Redis` (or a pipeline that loaded it)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.source = resources.files(__package__).joinpath(f"lua/{name}.lua").read_text("utf-8")
+        self.source = _source(name)
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
 
     def __repr__(self) -> str:
@@ -63,3 +82,6 @@ FIND_JID = Script("find_jid")
 SCAN = Script("scan")
 DELETE_FROM_QUEUE = Script("delete_from_queue")
 BEAT = Script("beat")
+FINISH = Script("finish")
+CANCEL = Script("cancel")
+STARTED = Script("started")

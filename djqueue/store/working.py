@@ -17,14 +17,17 @@ import redis
 import redis.exceptions
 
 from .keys import RECOVERY_TTL, Keys
-from .scripts import REQUEUE_PROCESS, TAKE
+from .scripts import REQUEUE_PROCESS, STARTED, TAKE
 
 
 class Held(Protocol):
-    """A job in hand: the queue it came from and its JSON exactly as stored."""
+    """A job in hand: the queue it came from and its JSON exactly as stored; ``ending``, for a
+    tracked job that ran, is (state, result JSON, error class, error message) to write into
+    its status when it is acknowledged (see take.lua), else None."""
 
     queue: str
     raw: bytes
+    ending: tuple[str, str, str, str] | None
 
 
 class WorkingLists:
@@ -86,11 +89,16 @@ class WorkingLists:
     ) -> tuple[int, list[tuple[str, bytes, bool]]]:
         pair = self._pair
         sequence = self._in_order if order is None else " ".join([pair[n] for n in order])
-        args: list[Any] = [count, sequence, len(acks)]
-        for job in acks:
+        plain = [job for job in acks if job.ending is None]
+        ends = [job for job in acks if job.ending is not None] if len(plain) < len(acks) else []
+        args: list[Any] = [count, sequence, len(plain), len(ends)]
+        for job in plain:
             args += (pair[job.queue], job.raw)
+        for job in ends:
+            args += (pair[job.queue], job.raw, *job.ending)  # type: ignore[misc]
         for job in back:
             args += (pair[job.queue], job.raw)
+        args += (self.keys.status_prefix, self.identity)
         reply = self._call(args)
         names = self.names
         if reply[1]:
@@ -139,6 +147,8 @@ class WorkingLists:
         except (ValueError, RecursionError, AttributeError):
             jid = None
         recovered = isinstance(jid, str) and bool(self.redis.hexists(self.keys.recoveries, jid))
+        if b'"retention":' in raw:
+            STARTED(self.redis, [], [raw, self.identity, self.keys.status_prefix])
         return raw, recovered
 
     def cancel_waits(self) -> None:
@@ -185,7 +195,13 @@ def requeue_process(
     pairs: list[str] = []
     for name in names:
         pairs += (keys.working(identity, name), keys.queue(name))
-    args = [identity if drop_index else "", "1" if crashed else "", RECOVERY_TTL, *names]
+    args = [
+        identity if drop_index else "",
+        "1" if crashed else "",
+        RECOVERY_TTL,
+        *names,
+        keys.status_prefix,
+    ]
     redis_keys = [keys.working_lists, keys.queues, keys.recoveries, *pairs]
     return int(REQUEUE_PROCESS(redis_client, redis_keys, args))
 

@@ -8,7 +8,7 @@ as Sidekiq's Web UI does, instead of an error.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..api import JobRecord, Queue, SortedEntry, SortedSet
 from ..config import Settings
@@ -39,6 +39,8 @@ class JobPage:
     error: str
     problem: str
     actions: list[Action]
+    #: The job's lifecycle when it is tracked (`djqueue.web.lifecycle`), else empty.
+    lifecycle: list[Field] = field(default_factory=list)
 
 
 def job_page(
@@ -91,7 +93,14 @@ def job_page(
         error=error,
         problem=problem,
         actions=actions_for(kind),
+        lifecycle=_lifecycle(record.jid or "", settings),
     )
+
+
+def _lifecycle(jid: str, settings: Settings | None) -> list[Field]:
+    from .lifecycle import job_lifecycle
+
+    return job_lifecycle(jid, settings)
 
 
 def find(where: Queue | SortedSet, key: str) -> JobRecord | None:
@@ -100,6 +109,11 @@ def find(where: Queue | SortedSet, key: str) -> JobRecord | None:
         found = queue_records(where, [key])
         return found[0] if found else None
     return where.entry(key)
+
+
+def time_field(label: str, value: float) -> Field:
+    """A time as the job pages show it: when, how long ago, and the exact form on hover."""
+    return _time(label, value)
 
 
 def _time(label: str, value: float) -> Field:

@@ -326,7 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
         "myapp:create_app. The flags above still win over the app's settings",
     )
     for name, text in REPORTS.items():
-        add_report_arguments(commands.add_parser(name, help=text, description=text))
+        sub = commands.add_parser(name, help=text, description=text)
+        add_report_arguments(sub)
+        if name == "status":
+            sub.add_argument("jid", help="the job's id")
     return parser
 
 
@@ -334,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
 REPORTS = {
     "stats": "print processed/failed counts and set sizes",
     "queues": "print each queue's size and latency",
+    "status": "print a tracked job's state, times, attempts, error and result",
 }
 
 
@@ -363,6 +367,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if command == "worker":
             return run_worker(options)
+        jid = options.pop("jid", None)
+        if command == "status":
+            from ..api import report as reports
+
+            text = reports.job_status(jid, effective_settings(options, config.get_settings()))
+            print(text)
+            return 1 if text.startswith(f"job {jid}: unknown") else 0
         print(report(command, options, config.get_settings()))
         return 0
     except DjQueueError as exc:

@@ -25,7 +25,7 @@ from .log import logger
 class Unit:
     """A fetched job: its queue, its JSON exactly as stored, and the working list holding it."""
 
-    __slots__ = ("queue", "raw", "working", "acked", "recovered")
+    __slots__ = ("queue", "raw", "working", "acked", "recovered", "ending")
 
     def __init__(self, queue: str, raw: bytes, working: str, recovered: bool = False) -> None:
         self.queue = queue
@@ -35,6 +35,9 @@ class Unit:
         self.acked = False
         #: The job was pushed back after a process died holding it (`djqueue.worker.recovery`).
         self.recovered = recovered
+        #: A tracked job that ran: its end, written with its acknowledgement
+        #: (`djqueue.worker.lifecycle`).
+        self.ending: tuple[str, str, str, str] | None = None
 
     def __repr__(self) -> str:
         return f"<Unit {self.queue} {self.raw[:60]!r}>"

@@ -18,8 +18,9 @@ from typing import Any
 
 import redis
 
+from .. import running
 from ..payload import dumps
-from ..store import Keys, ProcessStore
+from ..store import Keys, ProcessStore, StatusStore
 from .backoff import REDIS_ERRORS, Backoff
 from .fetch import Fetcher
 from .log import logger
@@ -55,6 +56,7 @@ class Heartbeat:
     ) -> None:
         self.redis = redis_client
         self.store = ProcessStore(redis_client, keys)
+        self.status = StatusStore(redis_client, keys)
         self.identity = identity
         self.info_json = json.dumps(info, separators=(",", ":"))
         self.stats = stats
@@ -91,7 +93,23 @@ class Heartbeat:
             self.stats.give_back(processed, failed)
             raise
         self.peers = sorted(set(peers) | {self.identity})
+        tracked = [w["payload"] for w in busy.values() if b'"retention":' in w["payload"]]
+        if tracked:
+            self.check_cancels(tracked)
         return signal
+
+    def check_cancels(self, raws: list[bytes]) -> None:
+        """Read the cancel flags of the tracked jobs running here (one round trip, only while
+        some run), so ``current_job().cancelled`` turns true within a beat of `cancel`."""
+        jids = []
+        for raw in raws:
+            try:
+                jid = json.loads(raw).get("jid")
+            except (ValueError, AttributeError, RecursionError):
+                continue
+            if isinstance(jid, str):
+                jids.append(jid)
+        running.request_stop(self.status.cancel_requested(jids))
 
     def clear(self, drop_index: bool = True) -> None:
         """Leave cleanly: flush the last counts and remove every trace of this process

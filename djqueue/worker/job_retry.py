@@ -17,7 +17,7 @@ from .. import registry, retry, signals
 from ..config import Settings
 from ..errors import ProcessDied
 from ..payload import dumps, loads
-from ..store import JobStore
+from ..store import JobStore, StatusStore
 from .backoff import keep_trying
 from .fetch import Fetcher, Unit
 from .log import logger
@@ -37,6 +37,7 @@ class JobRetry:
         self.fetcher = fetcher
         self.settings = settings
         self.stop = stop
+        self.status = StatusStore(jobs.redis, jobs.keys)
 
     def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
         try:
@@ -64,7 +65,7 @@ class JobRetry:
             delay = retry.delay_for(definition, count, exc)
         if delay == retry.DISCARD:
             logger.info("%s %s discarded by its retry_in hook", name, payload.get("jid"))
-            self._write(lambda: self.fetcher.fetch(0, acks=[unit]))
+            self._write(lambda: self._ack_failed(unit, payload, exc))
         elif isinstance(delay, float):
             at = now + delay
             member = dumps(payload)
@@ -81,7 +82,7 @@ class JobRetry:
         logger.warning(
             "%s %s failed and is dropped (%s)", payload["class"], payload.get("jid"), why
         )
-        self._write(lambda: self.fetcher.fetch(0, acks=[unit]))
+        self._write(lambda: self._ack_failed(unit, payload, exc))
         unit.acked = True
         if signals.job_dead.receivers:
             signals.job_dead.send(payload["class"], payload=payload, exception=exc)
@@ -141,6 +142,18 @@ class JobRetry:
         if signals.job_dead.receivers:
             text = unit.raw.decode("utf-8", "replace")
             signals.job_dead.send(None, payload=None, exception=None, raw=text)
+
+    def _ack_failed(self, unit: Unit, payload: dict[str, Any], exc: BaseException) -> None:
+        """Acknowledge a failed job that goes nowhere; a tracked one ends as dead, with its
+        error, in the same step."""
+        if "retention" in payload:
+            error = {
+                "error_class": retry.error_class(exc),
+                "error_message": retry.error_message(exc),
+            }
+            self.status.finish(unit.working, unit.raw, "dead", error)
+        else:
+            self.fetcher.fetch(0, acks=[unit])
 
     def _write(self, write: Callable[[], Any]) -> None:
         """Run the store's transition until it gets through Redis. Each one takes the job out

@@ -21,6 +21,7 @@ from .buffer import JobBuffer
 from .fetch import Fetcher
 from .job_logger import JobLogger, JobSignals
 from .job_retry import JobRetry
+from .lifecycle import Lifecycle
 from .log import logger
 from .processor import Processor, Step, compose
 from .recovery import RecoveryGuard
@@ -47,7 +48,7 @@ class Manager:
         # Outermost first: the retry decision sees what the others already reported.
         # A framework's contexts (`djqueue.worker.around`) go around everything.
         outer = [step] if (step := around.step()) is not None else []
-        steps: list[Step] = [self.retry, JobLogger(), JobSignals(), stats]
+        steps: list[Step] = [self.retry, JobLogger(), JobSignals(), stats, Lifecycle()]
         self.handler = compose([*outer, *steps])
         #: For jobs pushed back after a crash (`djqueue.worker.recovery`); the others skip
         #: the extra step.

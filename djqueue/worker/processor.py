@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .. import executor
 from ..errors import MalformedJob
 from ..payload import loads
+from ..running import RunningJob
 from .backoff import REDIS_ERRORS, Backoff, GaveUp
 from .fetch import Unit
 
@@ -27,8 +28,8 @@ Step = Callable[[Unit, dict[str, Any], Callable[..., Any]], Any]
 Handler = Callable[[Unit, dict[str, Any]], Any]
 
 
-def _run_job(unit: Unit, payload: dict[str, Any]) -> None:
-    executor.run(payload, unit.queue)
+def _run_job(unit: Unit, payload: dict[str, Any]) -> Any:
+    return executor.run(payload, unit.queue)
 
 
 def compose(steps: Sequence[Step], final: Handler = _run_job) -> Handler:
@@ -99,7 +100,8 @@ class Processor:
 
     def process(self, unit: Unit) -> None:
         try:
-            payload = loads(unit.raw)
+            # A dict still, with ``cancelled`` for `djqueue.current_job()` (djqueue.running).
+            payload = RunningJob(loads(unit.raw))
         except MalformedJob as exc:
             self.manager.stats.count(failed=True)
             self.manager.retry.bury_malformed(unit, exc)

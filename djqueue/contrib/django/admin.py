@@ -83,7 +83,14 @@ class DashboardAdmin(PageAdmin):
         return views.asset(self, request, name)
 
     def pages(self) -> list[tuple[str, Any, str]]:
-        return [("live/", self.live_view, "live"), ("assets/<str:name>", self.asset_view, "asset")]
+        return [
+            ("live/", self.live_view, "live"),
+            ("assets/<str:name>", self.asset_view, "asset"),
+            ("job/", self.status_view, "status"),
+        ]
+
+    def status_view(self, request: HttpRequest) -> HttpResponse:
+        return views.job_status(self, request)
 
 
 class QueueAdmin(PageAdmin):

@@ -13,13 +13,17 @@ backend is configured.
 
 Flags: ``supports_defer`` (``run_after`` becomes a scheduled job), ``supports_async_task``.
 ``supports_priority`` is False: a Sidekiq queue is a FIFO list with no order inside it, so a
-priority could not be honoured; use queues. ``supports_get_result`` is False: djqueue keeps no
-results yet. The queue's retry policy applies (``OPTIONS: {"RETRY": 5}``; default 25 tries).
+priority could not be honoured; use queues. ``supports_get_result``: every task is pushed with a
+``retention`` (``OPTIONS: {"RESULT_RETENTION": seconds}``, default a day; None turns it off), so
+djqueue tracks it (`djqueue.lifecycle`) and ``get_result`` / ``aget_result`` / ``refresh()`` read
+its status hash: one HGETALL. The queue's retry policy applies (``OPTIONS: {"RETRY": 5}``;
+default 25 tries).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import socket
 import threading
@@ -28,6 +32,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from djqueue import lifecycle
 from djqueue.client import get_client
 from djqueue.errors import UnknownJob
 from djqueue.executor import current_job
@@ -39,6 +44,7 @@ try:
     from django.tasks import task_backends
     from django.tasks.backends.base import BaseTaskBackend
     from django.tasks.base import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
+    from django.tasks.exceptions import TaskResultDoesNotExist
     from django.tasks.signals import task_enqueued, task_finished, task_started
 except ImportError:  # Django < 6.0: the django-tasks backport
     from django_tasks import task_backends
@@ -50,6 +56,7 @@ except ImportError:  # Django < 6.0: the django-tasks backport
         TaskResult,
         TaskResultStatus,
     )
+    from django_tasks.exceptions import TaskResultDoesNotExist
     from django_tasks.signals import (
         task_enqueued,
         task_finished,
@@ -66,6 +73,20 @@ except ImportError:  # Django < 6.0
 
 
 JOB_NAME = "djqueue.contrib.django.run_task"
+#: Seconds a finished task's status and return value are kept, unless OPTIONS say otherwise.
+RESULT_RETENTION = 24 * 3600
+
+#: A djqueue state as Django's TaskResult tells it: a job waiting to run (again) is READY,
+#: one that died or was cancelled FAILED.
+STATUSES = {
+    "scheduled": TaskResultStatus.READY,
+    "pending": TaskResultStatus.READY,
+    "retry": TaskResultStatus.READY,
+    "active": TaskResultStatus.RUNNING,
+    "completed": TaskResultStatus.SUCCESSFUL,
+    "dead": TaskResultStatus.FAILED,
+    "cancelled": TaskResultStatus.FAILED,
+}
 
 _lock = threading.Lock()
 _tasks: dict[str, Task] = {}
@@ -90,7 +111,7 @@ def lookup_task(path: str) -> Task:
 class DjQueueBackend(BaseTaskBackend):
     supports_defer = True
     supports_async_task = True
-    supports_get_result = False
+    supports_get_result = True
     supports_priority = False
 
     def validate_task(self, task: Task) -> None:
@@ -136,9 +157,51 @@ class DjQueueBackend(BaseTaskBackend):
             "display_class": task.module_path,
             "retry": self.options.get("RETRY", True),
         }
+        retention = self.options.get("RESULT_RETENTION", RESULT_RETENTION)
+        if retention:
+            item["retention"] = retention
         if task.run_after is not None:
             item["at"] = task.run_after.timestamp()
         get_client().push(item)
+        return result
+
+    def get_result(self, result_id: str) -> TaskResult:
+        """The task's TaskResult as its djqueue status tells it: status, times, the workers of
+        each attempt, the last error, the return value. A task whose status has expired (its
+        retention passed), that was pushed without one, or was never enqueued does not exist.
+        """
+        st = lifecycle.status(str(result_id))
+        try:
+            payload = json.loads(st.payload_json or "")
+            spec = _spec(payload)
+            task = lookup_task(spec["task"])
+        except (ValueError, TypeError, UnknownJob):
+            raise TaskResultDoesNotExist(result_id) from None
+        errors = []
+        if st.error_class:
+            # The worker keeps the error's class and message, not the traceback object.
+            errors.append(
+                TaskError(
+                    exception_class_path=st.error_class,
+                    traceback=f"{st.error_class}: {st.error_message or ''}",
+                )
+            )
+        result = _result(
+            task,
+            st.jid,
+            self.alias,
+            spec.get("args", []),
+            spec.get("kwargs", {}),
+            status=STATUSES.get(st.state, TaskResultStatus.READY),
+            enqueued_at=_when(st.enqueued_at),
+            started_at=_when(st.started_at),
+            finished_at=_when(st.finished_at),
+            last_attempted_at=_when(st.started_at),
+            errors=errors,
+            worker_ids=list(st.workers),
+        )
+        if st.state == "completed":
+            object.__setattr__(result, "_return_value", st.value)
         return result
 
 

@@ -31,6 +31,7 @@ from djqueue.web import queues as web_queues
 from djqueue.web.dashboard import POLL_CHOICES, poll_interval
 from djqueue.web.dashboard import dashboard as read_dashboard
 from djqueue.web.job import job_page
+from djqueue.web.lifecycle import status_page
 from djqueue.web.lists import job_list as read_list
 from djqueue.web.query import ListQuery
 
@@ -109,6 +110,7 @@ def dashboard(page: PageAdmin, request: HttpRequest) -> HttpResponse:
         poll=poll_interval(request.GET.get("poll")),
         poll_choices=POLL_CHOICES,
         live_url=url(page, "dashboard", "live"),
+        status_url=url(page, "dashboard", "status"),
         script_url=url(page, "dashboard", "asset", "dashboard.js"),
     )
 
@@ -226,6 +228,26 @@ def job(page: PageAdmin, request: HttpRequest, kind: str, key: str, name: str = 
         list_url=list_url,
         allowed_actions=[a for a in found.actions if may(a.permission)] if found else [],
         status=200 if found else 404,
+    )
+
+
+def job_status(page: PageAdmin, request: HttpRequest) -> HttpResponse:
+    """The answer to the dashboard's 'find job by jid' box: the job's lifecycle."""
+    _need(page, request)
+    try:
+        found = status_page(request.GET.get("jid", ""))
+    except RedisUnavailable as exc:
+        return _unavailable(page, request, exc)
+    title = f"Job {found.jid}" if found.jid else "Find job by jid"
+    return render(
+        page,
+        request,
+        "status.html",
+        title,
+        found=found,
+        status_url=url(page, "dashboard", "status"),
+        dashboard_url=url(page, "dashboard"),
+        status=200 if found.fields or not found.jid else 404,
     )
 
 

@@ -6,13 +6,16 @@
 -- or retry: ZREM), 'none' (the jobs are in no key yet).
 -- ARGV[2] = now, the score of death; ARGV[3] = the newest score the trim drops
 -- (now - dead_timeout); ARGV[4] = the most jobs the set keeps.
--- Then pairs (the member as stored in KEYS[2], the JSON to bury).
+-- Then pairs (the member as stored in KEYS[2], the JSON to bury), then the status key prefix
+-- (a tracked job's status becomes 'dead', with its error, and keeps it for its retention).
 -- Returns how many were buried. With no pairs, the call only trims the set.
 --
 -- A job is buried only if this call removed it from its source, so two callers racing (two
 -- admins, an admin and the poller, a retried call whose first reply was lost) bury it once.
 -- The trim drops what is older than the dead timeout, then all but the newest jobs.
 
+--!include status
+local status_prefix = table.remove(ARGV)
 local kind, now = ARGV[1], ARGV[2]
 local buried = 0
 for i = 5, #ARGV, 2 do
@@ -24,6 +27,10 @@ for i = 5, #ARGV, 2 do
   end
   if removed == 1 then
     redis.call('ZADD', KEYS[1], now, ARGV[i + 1])
+    local job = status_job(ARGV[i + 1])
+    if job then
+      status_failed(status_prefix, job, 'dead', 0)
+    end
     buried = buried + 1
   end
 end

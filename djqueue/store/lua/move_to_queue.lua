@@ -4,6 +4,7 @@
 --
 -- KEYS[1] = the sorted set, KEYS[2] = the queues set, KEYS[2 + n] = the queue of entry n.
 -- ARGV = for each entry n: the member as stored, the queue's name, the job JSON to push.
+-- Then the status key prefix (a tracked job's status becomes 'pending').
 -- Returns {how many entries were moved, how many stayed because their queue key is not a list}.
 --
 -- ZREM decides: an entry that is no longer in the set (another caller moved it first) is not
@@ -15,6 +16,8 @@ local function is_list(key)
   return kind == 'list' or kind == 'none'
 end
 
+--!include status
+local status_prefix = table.remove(ARGV)
 local moved, stuck = 0, 0
 for n = 1, #ARGV / 3 do
   local member, queue, job = ARGV[3 * n - 2], ARGV[3 * n - 1], ARGV[3 * n]
@@ -27,6 +30,11 @@ for n = 1, #ARGV / 3 do
   elseif redis.call('ZREM', KEYS[1], member) == 1 then
     redis.call('SADD', KEYS[2], queue)
     redis.call('LPUSH', KEYS[2 + n], job)
+    local tracked = status_job(job)
+    if tracked then
+      status_moving(status_prefix, tracked, 'pending', 0,
+        'enqueued_at', status_text(tracked['enqueued_at']))
+    end
     moved = moved + 1
   end
 end

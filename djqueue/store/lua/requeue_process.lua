@@ -5,7 +5,8 @@
 -- hash, then pairs (working list, queue:NAME).
 -- ARGV[1] = the index field to delete when done ('' to keep it).
 -- ARGV[2] = '1' when the process died (count the jobs' next starts), '' when it stopped
--- cleanly; ARGV[3] = the recoveries hash's lifetime in seconds; then one queue NAME per pair.
+-- cleanly; ARGV[3] = the recoveries hash's lifetime in seconds; then one queue NAME per pair;
+-- then the status key prefix (a tracked job's status goes back to 'pending').
 -- Returns the number of jobs pushed back.
 --
 -- A working list holds the newest job on the left; taking from the left and pushing on the
@@ -25,6 +26,8 @@ local function jid_of(job)
   return nil
 end
 
+--!include status
+local status_prefix = table.remove(ARGV)
 local moved, left = 0, 0
 for i = 4, #KEYS, 2 do
   local kind = redis.call('TYPE', KEYS[i + 1])['ok']
@@ -43,6 +46,10 @@ for i = 4, #KEYS, 2 do
           redis.call('HSETNX', KEYS[3], jid, 0)
           redis.call('EXPIRE', KEYS[3], ARGV[3])
         end
+      end
+      local tracked = status_job(job)
+      if tracked then
+        status_moving(status_prefix, tracked, 'pending', 0)
       end
       here = here + 1
     end

@@ -3,13 +3,29 @@
 --
 -- KEYS[1] = the retry set, KEYS[2] = the working list.
 -- ARGV[1] = the job as stored in the working list, ARGV[2] = its JSON with the failure
--- recorded, ARGV[3] = when to try again (epoch seconds).
+-- recorded, ARGV[3] = when to try again (epoch seconds), ARGV[4] = the status key prefix (a
+-- tracked job's status becomes 'retry', with its error and the time of the next try).
+-- A tracked job whose status carries a cancel request ends 'cancelled' instead of retrying.
 -- Returns 1, or 0 when the job was no longer in the working list: it was pushed back to its
 -- queue meanwhile (and runs again from there), or this is a second try of a call whose reply
 -- was lost. Either way the job is in exactly one place.
 
+--!include status
+local status_prefix = table.remove(ARGV)
 if redis.call('LREM', KEYS[2], 1, ARGV[1]) == 1 then
+  local job = status_job(ARGV[2])
+  -- A tracked job asked to stop (djqueue.cancel while it ran) is not retried, even when it
+  -- failed before its process saw the request: it ends cancelled, with its error.
+  if job and redis.call('HEXISTS', status_prefix .. job['jid'], 'cancel') == 1 then
+    status_finished(status_prefix, job, 'cancelled', 'error_class', status_text(job['error_class']),
+      'error_message', status_text(job['error_message']))
+    return 1
+  end
   redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+  if job then
+    status_failed(status_prefix, job, 'retry', tonumber(ARGV[3]) - tonumber(redis.call('TIME')[1]),
+      'retry_at', ARGV[3])
+  end
   return 1
 end
 return 0

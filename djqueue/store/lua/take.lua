@@ -6,10 +6,15 @@
 -- its pair number, 1-based), then the recoveries hash (see requeue_process.lua).
 -- ARGV[1] = how many jobs to take (0: none).
 -- ARGV[2] = the pair numbers in the order to try them, separated by spaces.
--- ARGV[3] = how many acknowledgements follow (A).
+-- ARGV[3] = how many acknowledgements follow (A), ARGV[4] = how many ends of tracked jobs (E).
 -- Then A pairs (pair number, job JSON): finished jobs, removed from their working list.
+-- Then E groups (pair number, job JSON, state, result JSON, error class, error message):
+-- tracked jobs that ran, removed from their working list with their end written in their
+-- status (completed with the result, or cancelled), only if still there.
 -- Then pairs (pair number, job JSON): unstarted jobs, moved from the working list back to the
 -- front of their queue (only if still there, so never twice), newest first.
+-- Then the status key prefix and this process's identity: a tracked job taken becomes 'active'
+-- (its attempts counted, the process named), one pushed back 'pending' again.
 -- Returns {how many jobs were pushed back, the pair numbers of queues skipped because their key
 -- is not a list (space-separated, usually ''), the positions (1-based) among the jobs taken of
 -- those entered in the recoveries hash (space-separated, usually ''), then pair number, job
@@ -32,6 +37,9 @@ local function jid_of(job)
   return nil
 end
 
+--!include status
+local identity = table.remove(ARGV)
+local status_prefix = table.remove(ARGV)
 local skipped = {}
 local function usable(pair)
   if skipped[pair] == nil then
@@ -42,9 +50,25 @@ local function usable(pair)
 end
 
 local recoveries = KEYS[#KEYS]
-local first_back = 4 + 2 * tonumber(ARGV[3])
-for i = 4, first_back - 1, 2 do
+local first_end = 5 + 2 * tonumber(ARGV[3])
+local first_back = first_end + 6 * tonumber(ARGV[4])
+for i = 5, first_end - 1, 2 do
   redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1])
+end
+for i = first_end, first_back - 1, 6 do
+  if redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1]) == 1 then
+    local tracked = status_job(ARGV[i + 1])
+    if tracked then
+      local fields = {}
+      for n, name in ipairs({'result', 'error_class', 'error_message'}) do
+        if ARGV[i + 2 + n] ~= '' then
+          fields[#fields + 1] = name
+          fields[#fields + 1] = ARGV[i + 2 + n]
+        end
+      end
+      status_finished(status_prefix, tracked, ARGV[i + 2], unpack(fields))
+    end
+  end
 end
 local pushed = 0
 for i = first_back, #ARGV, 2 do
@@ -52,6 +76,11 @@ for i = first_back, #ARGV, 2 do
   if usable(pair) and redis.call('LREM', KEYS[2 * pair], 1, ARGV[i + 1]) == 1 then
     redis.call('RPUSH', KEYS[2 * pair - 1], ARGV[i + 1])
     pushed = pushed + 1
+    local tracked = status_job(ARGV[i + 1])
+    if tracked then
+      status_moving(status_prefix, tracked, 'pending', 0)
+      redis.call('HINCRBY', status_prefix .. tracked['jid'], 'attempts', -1)
+    end
   end
 end
 
@@ -73,6 +102,10 @@ if wanted > 0 then
         count = count + 1
         taken[2 * count + 2] = pair
         taken[2 * count + 3] = job
+        local tracked = status_job(job)
+        if tracked then
+          status_started(status_prefix, tracked, identity)
+        end
         if recovering then
           local jid = jid_of(job)
           if jid and redis.call('HEXISTS', recoveries, jid) == 1 then

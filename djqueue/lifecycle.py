@@ -1,0 +1,250 @@
+"""Where a job is, what became of it, and how to call it off: `status`, `result`, `aresult`,
+`cancel`, and `JobRef`, the jid string ``perform_later`` returns.
+
+Sidekiq forgets a job once it succeeds. A job pushed with a ``retention`` (``@job(retention=
+3600)`` or ``.set(retention=...)``) is tracked instead: each move of the job writes its state
+into one hash in the same atomic step (`djqueue.store.StatusStore`), so a status is read with
+one HGETALL and can never disagree with where the job is. Untracked jobs pay nothing for this
+and read as ``unknown``. Once finished, the hash (and the return value, as JSON) is kept for the
+retention, then Redis expires it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Settings
+from .errors import JobCancelled, JobFailed, JobNotTracked, ResultTimeout
+from .store import JobStore, StatusStore
+
+#: Every state, in the order a job usually goes through them.
+STATES = ("scheduled", "pending", "active", "retry", "dead", "completed", "cancelled", "unknown")
+#: States a job does not leave on its own.
+FINISHED = frozenset({"completed", "dead", "cancelled"})
+
+#: What `cancel` says.
+CANCELLED = "cancelled"  # taken out of its queue, the schedule or the retry set
+CANCELLING = "cancelling"  # running: asked to stop; ends as cancelled
+ALREADY_FINISHED = "finished"  # completed, dead or cancelled before
+UNKNOWN = "unknown"  # not found anywhere (untracked and running, expired, never pushed)
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A tracked job's lifecycle as last written by the transition that moved it."""
+
+    jid: str
+    state: str
+    job_class: str | None = None
+    queue: str | None = None
+    enqueued_at: float | None = None
+    scheduled_at: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    retry_at: float | None = None
+    #: Times a worker took the job (each start, including the one that is running).
+    attempts: int = 0
+    error_class: str | None = None
+    error_message: str | None = None
+    #: The identity (``hostname:pid:hex``) of the process that ran it last.
+    process: str | None = None
+    #: The process of each attempt, oldest first (the last 25).
+    workers: tuple[str, ...] = ()
+    #: Someone called `cancel` while the job ran; it ends as cancelled.
+    cancel_requested: bool = False
+    #: Seconds the job is kept once finished.
+    retention: int | None = None
+    #: The return value's JSON (completed jobs only); `value` decodes it.
+    result_json: str | None = None
+    #: The job's JSON as it was pushed (its arguments), kept with the status.
+    payload_json: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED
+
+    @property
+    def args(self) -> list[Any] | None:
+        """The job's arguments as pushed (None when unknown)."""
+        try:
+            found = json.loads(self.payload_json) if self.payload_json else None
+        except ValueError:
+            return None
+        args = found.get("args") if isinstance(found, dict) else None
+        return args if isinstance(args, list) else None
+
+    @property
+    def value(self) -> Any:
+        return json.loads(self.result_json) if self.result_json else None
+
+    @classmethod
+    def from_hash(cls, jid: str, fields: dict[str, str]) -> JobStatus:
+        if not fields.get("state"):
+            return cls(jid, "unknown")
+        retention = _float(fields.get("retention"))
+        return cls(
+            jid=jid,
+            state=fields["state"],
+            job_class=fields.get("class") or None,
+            queue=fields.get("queue") or None,
+            enqueued_at=_float(fields.get("enqueued_at")),
+            scheduled_at=_float(fields.get("scheduled_at")),
+            started_at=_float(fields.get("started_at")),
+            finished_at=_float(fields.get("finished_at")),
+            retry_at=_float(fields.get("retry_at")),
+            attempts=int(fields.get("attempts") or 0),
+            error_class=fields.get("error_class") or None,
+            error_message=fields.get("error_message") or None,
+            process=fields.get("process") or None,
+            workers=tuple(fields.get("workers", "").split()),
+            cancel_requested=bool(fields.get("cancel")),
+            retention=int(retention) if retention is not None else None,
+            result_json=fields.get("result") if "result" in fields else None,
+            payload_json=fields.get("payload") or None,
+        )
+
+
+def _stores(settings: Settings | None = None) -> tuple[StatusStore, JobStore, Any]:
+    from .client import Client, get_client
+
+    client = get_client() if settings is None else Client(settings)
+    return StatusStore(client.redis, client.keys), client.store, client
+
+
+def status(jid: str, settings: Settings | None = None) -> JobStatus:
+    """The job's state and times; ``state == "unknown"`` when it is not tracked (pushed without
+    ``retention``), its retention has passed, or no such job was pushed. One Redis read."""
+    return JobStatus.from_hash(str(jid), _stores(settings)[0].read(str(jid)))
+
+
+def _outcome(st: JobStatus) -> Any:
+    if st.state == "completed":
+        return st.value
+    error = JobCancelled if st.state == "cancelled" else JobFailed
+    raise error(st.jid, st.state, st.error_class or "", st.error_message or "")
+
+
+def result(jid: str, timeout: float | None = None) -> Any:
+    """Wait for the job to finish and return its return value (decoded from JSON).
+
+    Waits in Redis (a blocking BLMOVE on the job's done list), not in a polling loop;
+    ``timeout`` None waits for as long as it takes. Raises `djqueue.errors.JobFailed` (with
+    the job's ``error_class`` and ``error_message``) when it died, `JobCancelled` when it was
+    cancelled, `ResultTimeout` when ``timeout`` passed first, and `JobNotTracked` when the
+    jid has no status (pushed without ``retention``, expired, or unknown).
+    """
+    store, _, client = _stores()
+    jid = str(jid)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    # One blocking call may not outlast the socket timeout; longer waits take several.
+    slice_ = max(0.1, client.settings.socket_timeout - 1.0)
+    while True:
+        st = JobStatus.from_hash(jid, store.read(jid))
+        if st.state == "unknown":
+            raise JobNotTracked(
+                f"job {jid} has no status: not pushed with a retention, expired, or unknown"
+            )
+        if st.finished:
+            return _outcome(st)
+        if deadline is None:
+            wait = slice_
+        else:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ResultTimeout(
+                    f"job {jid} did not finish within {timeout} s (it is {st.state})"
+                )
+            wait = min(slice_, remaining)
+        store.wait(jid, max(wait, 0.01))
+
+
+async def aresult(jid: str, timeout: float | None = None) -> Any:
+    """`result` for async code: the blocking wait runs in a worker thread, so the event loop
+    goes on serving while the job runs."""
+    return await asyncio.to_thread(result, jid, timeout)
+
+
+def _jid_of(member: Any) -> str | None:
+    try:
+        found = json.loads(member)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    return found.get("jid") if isinstance(found, dict) else None
+
+
+def cancel(jid: str) -> str:
+    """Call a job off. Returns `CANCELLED` when it was taken out of its queue, the schedule or
+    the retry set (a tracked job's status then says ``cancelled``), `CANCELLING` when it is
+    running (``current_job().cancelled`` turns true at its worker's next beat; it ends as
+    cancelled and is not retried), `ALREADY_FINISHED` when it had completed, died or been
+    cancelled, and `UNKNOWN` when it was found nowhere.
+
+    A tracked job's status says where to look; an untracked one is looked for in the
+    schedule, the retry set and every queue, scanned inside Redis (`JobStore.candidates`).
+    """
+    store, jobs, client = _stores()
+    jid = str(jid)
+    keys = client.keys
+    for _ in range(3):  # the job may move while we look (the poller, a worker): look again
+        st = JobStatus.from_hash(jid, store.read(jid))
+        if st.finished:
+            return ALREADY_FINISHED
+        if st.state == "active":
+            if store.flag_cancel(jid):
+                return CANCELLING
+            continue
+        places: list[tuple[str, str]] = []
+        if st.state == "scheduled":
+            places.append((keys.schedule, "zset"))
+        elif st.state == "retry":
+            places.append((keys.retry, "zset"))
+        elif st.state == "pending" and st.queue:
+            places.append((keys.queue(st.queue), "list"))
+        else:
+            places += [(keys.schedule, "zset"), (keys.retry, "zset")]
+            names = sorted(
+                n.decode() if isinstance(n, bytes) else n
+                for n in client.redis.smembers(keys.queues)
+            )
+            places += [(keys.queue(name), "list") for name in names]
+        for key, kind in places:
+            for member, _position in jobs.candidates(key, jid, kind):
+                if _jid_of(member) == jid and store.remove(key, kind, member):
+                    return CANCELLED
+        if st.state == "unknown":
+            return UNKNOWN
+    return UNKNOWN
+
+
+class JobRef(str):
+    """The jid ``perform_later`` returns: still the plain string it always was (it compares
+    equal to the jid, is JSON and a dict key as before), with the lifecycle at hand."""
+
+    __slots__ = ()
+
+    @property
+    def jid(self) -> str:
+        return str(self)
+
+    def status(self) -> JobStatus:
+        return status(self)
+
+    def result(self, timeout: float | None = None) -> Any:
+        return result(self, timeout)
+
+    async def aresult(self, timeout: float | None = None) -> Any:
+        return await aresult(self, timeout)
+
+    def cancel(self) -> str:
+        return cancel(self)

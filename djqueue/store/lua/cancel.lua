@@ -1,0 +1,34 @@
+#!lua
+-- Cancel one job. Where it waits (a queue, the schedule, the retry set), it is removed and a
+-- tracked job's status becomes 'cancelled' in the same step; a running tracked job gets a
+-- 'cancel' flag in its status hash, which its process's heartbeat reads.
+--
+-- KEYS[1] = the queue or sorted set holding the job (any key for 'running').
+-- ARGV[1] = 'list', 'zset' or 'running'; ARGV[2] = the member as stored (the jid for
+-- 'running'); ARGV[3] = the status key prefix.
+-- Returns 1 when done, 0 when the job was not there (any more) or not running.
+--!include status
+local status_prefix = table.remove(ARGV)
+local kind, member = ARGV[1], ARGV[2]
+if kind == 'running' then
+  local key = status_prefix .. member
+  if redis.call('HGET', key, 'state') ~= 'active' then
+    return 0
+  end
+  redis.call('HSET', key, 'cancel', status_now())
+  return 1
+end
+local removed
+if kind == 'list' then
+  removed = redis.call('LREM', KEYS[1], 1, member)
+else
+  removed = redis.call('ZREM', KEYS[1], member)
+end
+if removed == 0 then
+  return 0
+end
+local job = status_job(member)
+if job then
+  status_finished(status_prefix, job, 'cancelled')
+end
+return 1

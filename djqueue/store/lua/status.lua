@@ -1,0 +1,86 @@
+-- Job status, included by every script that moves a job (see scripts.py: `--!include status`).
+-- A job is tracked when its JSON carries a top-level "retention" field (seconds to keep it
+-- once finished): a plain string.find tests for it first, so an untracked job costs one
+-- substring search and nothing else; only a match is decoded (an argument may hold the word).
+-- A tracked job's status is the hash PREFIX..JID, and PREFIX..JID..':done' a one-element list
+-- pushed when it finishes, which result() waiters block on. Each script receives PREFIX as
+-- its last ARGV and pops it (table.remove), so the rest of its arguments keep their places.
+-- Times are Redis's (TIME), as the heartbeat's are: hosts' clocks may differ.
+
+local STATUS_IN_FLIGHT = @IN_FLIGHT_TTL@
+
+local function status_text(value)
+  if type(value) == 'string' then return value end
+  if type(value) == 'number' then return string.format('%.17g', value) end
+  return ''
+end
+
+-- The decoded job when it is tracked, else nil.
+local function status_job(job)
+  if not string.find(job, '"retention":', 1, true) then return nil end
+  local ok, decoded = pcall(cjson.decode, job)
+  if ok and type(decoded) == 'table' and type(decoded['jid']) == 'string'
+      and tonumber(decoded['retention']) then
+    return decoded
+  end
+  return nil
+end
+
+local function status_now()
+  local now = redis.call('TIME')
+  return string.format('%d.%06d', now[1], now[2])
+end
+
+-- A state on the way (scheduled, pending, active, retry): the hash lives STATUS_IN_FLIGHT
+-- seconds plus `wait` (until a scheduled or retried job is due); an old result is dropped.
+local function status_moving(prefix, job, state, wait, ...)
+  local key = prefix .. job['jid']
+  redis.call('HSET', key, 'state', state, 'class', status_text(job['class']),
+    'queue', status_text(job['queue']), 'retention', status_text(job['retention']), ...)
+  redis.call('EXPIRE', key, STATUS_IN_FLIGHT + math.max(0, math.ceil(tonumber(wait) or 0)))
+  redis.call('UNLINK', key .. ':done')
+end
+
+-- An end (completed, dead, cancelled): both keys live `retention` seconds from now, and the
+-- done list wakes every waiter (BLMOVE of its one element onto itself consumes nothing).
+local function status_finished(prefix, job, state, ...)
+  local key = prefix .. job['jid']
+  local ttl = math.max(1, math.floor(tonumber(job['retention'])))
+  redis.call('HSET', key, 'state', state, 'finished_at', status_now(),
+    'class', status_text(job['class']), 'queue', status_text(job['queue']),
+    'retention', status_text(job['retention']), ...)
+  redis.call('EXPIRE', key, ttl)
+  redis.call('UNLINK', key .. ':done')
+  redis.call('RPUSH', key .. ':done', state)
+  redis.call('EXPIRE', key .. ':done', ttl)
+end
+
+-- Taken by a worker: active, one more attempt, and the process named (`workers` lists the
+-- process of each attempt, the most recent STATUS_WORKERS of them).
+local STATUS_WORKERS = 25
+local function status_started(prefix, job, identity)
+  local key = prefix .. job['jid']
+  local workers = redis.call('HGET', key, 'workers')
+  if workers and workers ~= '' then
+    local _, count = string.gsub(workers, ' ', ' ')
+    if count >= STATUS_WORKERS - 1 then
+      workers = string.gsub(workers, '^[^ ]* ', '', 1)
+    end
+    workers = workers .. ' ' .. identity
+  else
+    workers = identity
+  end
+  status_moving(prefix, job, 'active', 0, 'started_at', status_now(), 'process', identity,
+    'workers', workers)
+  redis.call('HINCRBY', key, 'attempts', 1)
+end
+
+local function status_failed(prefix, job, state, wait, ...)
+  local fields = {'error_class', status_text(job['error_class']),
+    'error_message', status_text(job['error_message']), ...}
+  if state == 'dead' then
+    status_finished(prefix, job, state, unpack(fields))
+  else
+    status_moving(prefix, job, state, wait, unpack(fields))
+  end
+end

@@ -1,0 +1,76 @@
+"""Job status: the reads and the few writes of a tracked job's lifecycle that are not part of a
+move between queues and sets.
+
+A job pushed with a ``retention`` is tracked: every transition that moves it (push, take, retry
+later, bury, push back, requeue after a crash, move to queue) also writes its state into the
+hash ``status:JID`` in the same script (``lua/status.lua``), so no crash can separate the two.
+This class reads that hash, waits for a job's end, records the end of a job that ran (with its
+return value), and cancels a job where it waits or flags it while it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import redis
+
+from .jobs import Member
+from .keys import Keys
+from .scripts import CANCEL, FINISH
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class StatusStore:
+    """Status hashes of one Redis and namespace."""
+
+    def __init__(self, redis_client: redis.Redis, keys: Keys) -> None:
+        self.redis = redis_client
+        self.keys = keys
+
+    def read(self, jid: str) -> dict[str, str]:
+        """The status hash of ``jid`` as text (empty when the job is not tracked or expired):
+        one HGETALL, whatever the number of jobs."""
+        found: Any = self.redis.hgetall(self.keys.status(jid))
+        return {_text(k): _text(v) for k, v in found.items()}
+
+    def wait(self, jid: str, timeout: float) -> bool:
+        """Block in Redis until ``jid`` has finished or ``timeout`` seconds pass (0: forever);
+        True when it has finished. BLMOVE of the done list's one element onto itself hands it
+        back without taking it, so any number of waiters wake on the same end."""
+        key = self.keys.status_done(jid)
+        found = self.redis.blmove(key, key, timeout, "RIGHT", "LEFT")  # type: ignore[arg-type]
+        return found is not None
+
+    def finish(self, working: str, stored: Member, state: str, fields: dict[str, str]) -> bool:
+        """A tracked job leaves its working list at once as ``state`` (dead, when dropped after
+        failing) with ``fields`` (error_class, error_message) in its status; False when it had
+        left already (pushed back at shutdown: it runs again). Ends after a run ride on the
+        acknowledgement instead (`WorkingLists.take`)."""
+        args: list[Any] = [stored, state]
+        for field, value in fields.items():
+            args += (field, value)
+        args.append(self.keys.status_prefix)
+        return bool(FINISH(self.redis, [working], args))
+
+    def remove(self, source: str, kind: str, member: Member) -> bool:
+        """Take a waiting job out of a queue (``kind="list"``) or the schedule or retry set
+        (``"zset"``) as cancelled; False when it was not there any more."""
+        return bool(CANCEL(self.redis, [source], [kind, member, self.keys.status_prefix]))
+
+    def flag_cancel(self, jid: str) -> bool:
+        """Ask a running tracked job to stop; False when it is not running (state 'active')."""
+        key = self.keys.status(jid)
+        return bool(CANCEL(self.redis, [key], ["running", jid, self.keys.status_prefix]))
+
+    def cancel_requested(self, jids: Sequence[str]) -> set[str]:
+        """Which of these running jobs were asked to stop: one round trip for all."""
+        if not jids:
+            return set()
+        pipe = self.redis.pipeline(transaction=False)
+        for jid in jids:
+            pipe.hexists(self.keys.status(jid), "cancel")
+        return {jid for jid, flagged in zip(jids, pipe.execute(), strict=True) if flagged}

@@ -1,0 +1,62 @@
+"""The processor step that ends a tracked job: completed with its return value, or cancelled.
+
+Only jobs pushed with a ``retention`` come here (a dict lookup tells; the others go straight
+through). The end is not written here: it is attached to the job (`Unit.ending`) and rides on
+the job's acknowledgement, which the next fetch of any processor carries (take.lua removes the
+job from its working list and writes its end and return value in the same step). So a tracked
+job costs no round trip of its own, and its end is written as soon as its acknowledgement is:
+at once when the processor goes for its next batch, within a heartbeat at the latest.
+Failures are left to the retry step, outside this one, whose writes (retry later, bury) record
+them in the status; a job asked to stop (``current_job().cancelled``) ends as cancelled whether
+it returned or raised, and is not retried.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from .. import retry, running
+from .fetch import Unit
+from .job_retry import JOB_ERRORS
+from .log import logger
+
+
+class Lifecycle:
+    """Processor step, innermost: ``step(unit, payload, inner)``; returns nothing."""
+
+    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
+        if "retention" not in payload:
+            inner(unit, payload)
+            return
+        jid = payload.get("jid")
+        try:
+            try:
+                value = inner(unit, payload)
+            except JOB_ERRORS as exc:
+                if not running.stop_requested(jid):
+                    raise
+                unit.ending = ("cancelled", "", retry.error_class(exc), retry.error_message(exc))
+                return
+            if running.stop_requested(jid):
+                unit.ending = ("cancelled", "", "", "")
+            else:
+                unit.ending = ("completed", self.to_json(payload, value), "", "")
+        finally:
+            running.forget(jid)
+
+    @staticmethod
+    def to_json(payload: dict[str, Any], value: Any) -> str:
+        """The return value as JSON; a value JSON cannot hold is kept as null, with a warning
+        (the job did succeed)."""
+        try:
+            return json.dumps(value, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            logger.warning(
+                "%s %s: return value not kept, it is not JSON (%s)",
+                payload.get("class"),
+                payload.get("jid"),
+                exc,
+            )
+            return "null"

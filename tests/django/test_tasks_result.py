@@ -1,0 +1,66 @@
+"""django.tasks results through djqueue's backend and a real worker: get_result, refresh,
+aget_result, errors and worker ids, read from the task's djqueue status."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from djqueue.contrib.django.tasks import DjQueueBackend
+from tests.django.testapp.tasks import broken, shout
+from tests.worker_support import wait_for
+
+try:
+    from django.tasks import default_task_backend
+    from django.tasks.base import TaskResultStatus
+    from django.tasks.exceptions import TaskResultDoesNotExist
+except ImportError:  # Django 5.2: the django-tasks backport
+    from django_tasks import default_task_backend  # type: ignore[no-redef]
+    from django_tasks.base import TaskResultStatus  # type: ignore[no-redef]
+    from django_tasks.exceptions import TaskResultDoesNotExist  # type: ignore[no-redef]
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BOTH_QUEUES = (("default", 0), ("tasks", 0))
+
+
+def test_get_result_then_refresh_until_successful(worker, r):
+    assert DjQueueBackend.supports_get_result
+    result = shout.enqueue("hi")
+    found = default_task_backend.get_result(result.id)
+    assert found.status == TaskResultStatus.READY and found.args == ["hi"]
+    assert found.enqueued_at is not None and found.started_at is None
+    w = worker(queues=BOTH_QUEUES)
+
+    def done():
+        result.refresh()
+        return result.status == TaskResultStatus.SUCCESSFUL
+
+    wait_for(done, what="SUCCESSFUL")
+    assert result.return_value == "HI"
+    assert result.enqueued_at <= result.started_at <= result.finished_at
+    assert result.worker_ids == [w.identity] and result.attempts == 1
+    assert result.errors == []
+    again = asyncio.run(default_task_backend.aget_result(result.id))
+    assert again.status == TaskResultStatus.SUCCESSFUL and again.return_value == "HI"
+
+
+def test_a_failed_attempt_shows_its_error_and_waits_to_run_again(worker, r):
+    result = broken.enqueue()
+    worker(queues=BOTH_QUEUES)
+
+    def failed_once():
+        result.refresh()
+        return result.errors
+
+    (error,) = wait_for(failed_once, what="the first failure")
+    assert result.status == TaskResultStatus.READY  # in the retry set: it will run again
+    assert error.exception_class_path == "RuntimeError"
+    assert "task failed on purpose" in error.traceback
+    assert result.attempts == 1 and result.finished_at is None
+
+
+def test_an_unknown_result_does_not_exist(r):
+    with pytest.raises(TaskResultDoesNotExist):
+        default_task_backend.get_result("0" * 24)

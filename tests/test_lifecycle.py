@@ -1,0 +1,220 @@
+"""A tracked job's lifecycle against a real Redis and a real worker: every state observed in
+turn, retention, results (sync and async), cancellation wherever the job is, and a status that
+survives a kill -9 of the worker running the job."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+import djqueue
+from djqueue import lifecycle
+
+from . import jobs_for_worker as jobs
+from .worker_support import wait_for
+
+
+def state(jid: str) -> str:
+    return djqueue.status(jid).state
+
+
+def test_scheduled_then_pending_then_active_then_completed(worker, r):
+    jid = jobs.hold.set(retention=60).perform_in(0.5, "held", 1)
+    st = djqueue.status(jid)
+    assert st.state == "scheduled"
+    assert st.scheduled_at and st.scheduled_at > time.time() - 1
+    assert st.job_class == "t.hold" and st.queue == "default" and st.attempts == 0
+    # A worker on another queue only moves the due job to its queue: pending.
+    elsewhere = worker(queues=(("other", 0),))
+    wait_for(lambda: state(jid) == "pending", what="pending")
+    assert r.llen("queue:default") == 1
+    assert djqueue.status(jid).enqueued_at
+    elsewhere.stop()
+    w = worker()
+    wait_for(lambda: state(jid) == "active", what="active")
+    st = djqueue.status(jid)
+    assert st.process == w.identity and st.attempts == 1 and st.started_at
+    assert st.finished_at is None
+    r.set("release", 1)
+    wait_for(lambda: state(jid) == "completed", what="completed")
+    st = djqueue.status(jid)
+    assert st.finished_at and st.started_at and st.finished_at >= st.started_at
+    assert st.attempts == 1 and st.error_class is None
+    assert djqueue.result(jid) is None  # hold returns nothing
+    assert not r.llen(f"working:{w.identity}:default")
+
+
+def test_failing_then_retry_then_dead(worker, r):
+    jid = jobs.flaky_later.perform_later("missing")
+    worker()
+    wait_for(lambda: state(jid) == "retry", what="retry")
+    st = djqueue.status(jid)
+    assert st.error_class == "KeyError" and st.error_message == "'missing'"
+    assert st.retry_at and st.attempts == 1
+    wait_for(lambda: state(jid) == "dead", what="dead")
+    st = djqueue.status(jid)
+    assert st.attempts == 2 and st.finished_at and st.error_class == "KeyError"
+    assert [json.loads(m)["jid"] for m in r.zrange("dead", 0, -1)] == [jid]
+    with pytest.raises(djqueue.JobFailed) as failed:
+        djqueue.result(jid, timeout=1)
+    assert failed.value.error_class == "KeyError"
+    assert failed.value.error_message == "'missing'"
+
+
+def test_untracked_jobs_write_no_status(worker, r):
+    jid = jobs.record.perform_later("out", 1)
+    assert djqueue.status(jid).state == "unknown"
+    worker()
+    wait_for(lambda: r.llen("out"))
+    assert not r.keys("status:*")
+    with pytest.raises(djqueue.JobNotTracked):
+        djqueue.result(jid, timeout=0.1)
+
+
+def test_a_completed_job_and_its_result_expire_after_the_retention(worker, r):
+    jid = jobs.add.set(retention=1).perform_later(2, 3)
+    worker()
+    assert djqueue.result(jid, timeout=10) == 5
+    assert 0 < r.ttl(f"status:{jid}") <= 1
+    wait_for(lambda: state(jid) == "unknown", timeout=5, what="expiry")
+    assert not r.exists(f"status:{jid}", f"status:{jid}:done")
+
+
+def test_result_of_a_successful_job_sync_and_async(worker):
+    first = jobs.add.perform_later(2, 3)
+    assert first == str(first) and isinstance(first, str)  # still the jid string
+    second = jobs.add.perform_later(40, 2)
+    worker()
+    assert djqueue.result(first, timeout=10) == 5
+    assert first.result() == 5  # the handle, and a finished job answers at once
+    assert asyncio.run(djqueue.aresult(second, timeout=10)) == 42
+    st = second.status()
+    assert st.state == "completed" and st.value == 42 and st.attempts == 1
+
+
+def test_result_waits_in_redis_for_a_job_that_runs_later(worker):
+    jid = jobs.add.perform_later(1, 1)
+    with pytest.raises(djqueue.ResultTimeout):
+        djqueue.result(jid, timeout=0.2)
+
+    async def wait_many():
+        return await asyncio.gather(*(djqueue.aresult(jid, timeout=10) for _ in range(3)))
+
+    worker()
+    assert asyncio.run(wait_many()) == [2, 2, 2]  # many waiters, one end
+
+
+def test_result_of_a_failing_job_sync_and_async(worker):
+    jid = jobs.fail.set(retry=False, retention=60).perform_later("no luck")
+    worker()
+    with pytest.raises(djqueue.JobFailed) as failed:
+        djqueue.result(jid, timeout=10)
+    assert (failed.value.error_class, failed.value.error_message) == ("ValueError", "no luck")
+    assert failed.value.state == "dead"
+    with pytest.raises(djqueue.JobFailed, match="ValueError: no luck"):
+        asyncio.run(djqueue.aresult(jid, timeout=10))
+
+
+def test_cancel_a_scheduled_and_a_pending_job(r):
+    scheduled = jobs.add.perform_in(3600, 1, 2)
+    pending = jobs.add.perform_later(1, 2)
+    untracked = jobs.record.perform_later("out", 1)
+    assert djqueue.cancel(scheduled) == lifecycle.CANCELLED
+    assert pending.cancel() == lifecycle.CANCELLED
+    assert djqueue.cancel(untracked) == lifecycle.CANCELLED  # found by a scan of the queues
+    assert r.zcard("schedule") == 0 and r.llen("queue:default") == 0
+    assert state(scheduled) == "cancelled" and state(pending) == "cancelled"
+    with pytest.raises(djqueue.JobCancelled):
+        djqueue.result(pending, timeout=1)
+    assert djqueue.cancel(pending) == lifecycle.ALREADY_FINISHED
+    assert djqueue.cancel("0" * 24) == lifecycle.UNKNOWN
+
+
+def test_cancel_a_retrying_job(worker, r):
+    jid = jobs.fail.set(retention=60).perform_later("again")
+    w = worker()
+    wait_for(lambda: state(jid) == "retry", what="retry")
+    w.stop()
+    assert djqueue.cancel(jid) == lifecycle.CANCELLED
+    assert r.zcard("retry") == 0
+    st = djqueue.status(jid)
+    assert st.state == "cancelled" and st.error_class == "ValueError"
+
+
+def test_cancel_a_running_job(worker, r):
+    jid = jobs.stoppable.perform_later("log")
+    worker()
+    wait_for(lambda: r.lrange("log", 0, -1) == ["started"], what="start")
+    assert djqueue.cancel(jid) == lifecycle.CANCELLING
+    assert djqueue.status(jid).cancel_requested
+    wait_for(lambda: state(jid) == "cancelled", what="cancelled")
+    assert r.lrange("log", 0, -1) == ["started", "saw cancel"]
+    assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+    assert djqueue.cancel(jid) == lifecycle.ALREADY_FINISHED
+
+
+def test_a_running_job_cancelled_before_it_fails_is_not_retried(worker, r):
+    """The failure comes before the worker's heartbeat has read the request (beats are a
+    minute apart here): the retry write itself sees it, and the job ends cancelled."""
+    jid = jobs.hold_then_fail.perform_later("log")
+    worker(heartbeat_interval=60)
+    wait_for(lambda: r.lrange("log", 0, -1) == ["started"], what="start")
+    assert djqueue.cancel(jid) == lifecycle.CANCELLING
+    r.set("release", 1)
+    wait_for(lambda: state(jid) == "cancelled", what="cancelled")
+    st = djqueue.status(jid)
+    assert st.error_class == "ValueError" and st.error_message == "failed after the cancel"
+    assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+
+
+@pytest.mark.slow
+def test_status_survives_a_kill_9_of_the_worker(spawn, redis_url, r):
+    jid = jobs.hold.set(retention=60).perform_later("held", 1)
+    first = spawn(redis_url)
+    identity = first.identity(r)
+    wait_for(lambda: state(jid) == "active", what="active")
+    assert djqueue.status(jid).process == identity
+    first.kill()
+    assert state(jid) == "active"  # nobody knows yet
+    # A worker starting on this host pushes the dead one's jobs back: pending again. It
+    # serves another queue, so the job waits there to be seen.
+    second = spawn(redis_url, "-q", "other")
+    wait_for(lambda: state(jid) == "pending", what="pending after the recovery")
+    assert r.llen("queue:default") == 1
+    r.set("release", 1)
+    third = spawn(redis_url)
+    wait_for(lambda: state(jid) == "completed", what="completed")
+    st = djqueue.status(jid)
+    assert st.attempts == 2 and st.process == third.identity(r)
+    second.kill()
+
+
+def test_djqueue_status_on_the_command_line(worker, redis_url):
+    import subprocess
+    import sys
+
+    from .worker_support import ROOT
+
+    def cli(jid: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "djqueue.worker.cli", "status", jid, "--redis-url", redis_url],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    jid = jobs.add.perform_later(20, 22)
+    w = worker()
+    djqueue.result(jid, timeout=10)
+    shown = cli(jid)
+    assert shown.returncode == 0
+    rows = dict(line.split(None, 1) for line in shown.stdout.splitlines())
+    assert rows["jid"] == jid and rows["state"] == "completed" and rows["job"] == "t.add"
+    assert rows["result"] == "42" and rows["attempts"] == "1" and rows["process"] == w.identity
+    assert rows["finished"].endswith(" UTC")
+    missing = cli("f" * 24)
+    assert missing.returncode == 1 and "unknown" in missing.stdout
