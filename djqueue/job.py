@@ -50,6 +50,10 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+#: The longest retention: ten years (Redis refuses far larger expiries).
+MAX_RETENTION = 10 * 365 * 24 * 3600
+
+
 def _retention(value: Any) -> int | None:
     """Seconds to keep a finished job's status and result (`djqueue.lifecycle`); None or 0
     turns tracking off (the payload then carries no ``retention`` field at all)."""
@@ -59,8 +63,10 @@ def _retention(value: Any) -> int | None:
         value = value.total_seconds()
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"retention must be seconds or a timedelta, got {value!r}")
-    if value < 0:
-        raise ValueError(f"retention must be >= 0 seconds, got {value!r}")
+    if value < 0 or value > MAX_RETENTION:
+        raise ValueError(
+            f"retention must be between 0 and {MAX_RETENTION} seconds (ten years), got {value!r}"
+        )
     return math.ceil(value) or None
 
 

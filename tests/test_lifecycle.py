@@ -12,6 +12,7 @@ import pytest
 
 import djqueue
 from djqueue import lifecycle
+from djqueue.api import DeadSet
 
 from . import jobs_for_worker as jobs
 from .worker_support import wait_for
@@ -62,6 +63,17 @@ def test_failing_then_retry_then_dead(worker, r):
         djqueue.result(jid, timeout=1)
     assert failed.value.error_class == "KeyError"
     assert failed.value.error_message == "'missing'"
+    # Retried from the dead set, it runs afresh: no end carried over from the last run.
+    r.hset(f"status:{jid}", "cancel", "1")  # as if a cancel had been asked of that run
+    assert DeadSet().retry_all() == 1
+    st = djqueue.status(jid)
+    assert st.state in ("pending", "active", "retry") and st.finished_at is None
+    assert not st.cancel_requested and st.error_class == "KeyError"
+
+
+def test_retention_is_capped_at_ten_years():
+    with pytest.raises(ValueError, match="ten years"):
+        jobs.add.set(retention=10**17)
 
 
 def test_untracked_jobs_write_no_status(worker, r):

@@ -32,6 +32,7 @@ for n = 1, #ARGV / 3 do
     redis.call('LPUSH', KEYS[2 + n], job)
     local tracked = status_job(job)
     if tracked then
+      status_rerun(status_prefix, tracked)
       status_moving(status_prefix, tracked, 'pending', 0,
         'enqueued_at', status_text(tracked['enqueued_at']))
     end

@@ -41,11 +41,21 @@ local function status_moving(prefix, job, state, wait, ...)
   redis.call('UNLINK', key .. ':done')
 end
 
+-- A run that starts afresh (a dead or retrying job sent to its queue again): what the last
+-- run ended with, and a cancel asked of it, do not carry over; the last error stays.
+local function status_rerun(prefix, job)
+  redis.call('HDEL', prefix .. job['jid'], 'cancel', 'finished_at', 'result')
+end
+
+-- The longest retention kept (ten years): EXPIRE refuses larger values, and a script that
+-- failed there would have moved the job already (Redis does not roll back).
+local STATUS_MAX_TTL = 315360000
+
 -- An end (completed, dead, cancelled): both keys live `retention` seconds from now, and the
 -- done list wakes every waiter (BLMOVE of its one element onto itself consumes nothing).
 local function status_finished(prefix, job, state, ...)
   local key = prefix .. job['jid']
-  local ttl = math.max(1, math.floor(tonumber(job['retention'])))
+  local ttl = math.min(STATUS_MAX_TTL, math.max(1, math.floor(tonumber(job['retention']))))
   redis.call('HSET', key, 'state', state, 'finished_at', status_now(),
     'class', status_text(job['class']), 'queue', status_text(job['queue']),
     'retention', status_text(job['retention']), ...)
