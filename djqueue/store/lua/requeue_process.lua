@@ -17,14 +17,7 @@
 -- A queue key that is not a list is skipped (its jobs stay in the working list, and so does
 -- the index entry, for a later sweep): Lua does not roll back an error halfway.
 
--- The job's own jid (decoded, not matched as text: an argument may hold a "jid" too).
-local function jid_of(job)
-  local ok, decoded = pcall(cjson.decode, job)
-  if ok and type(decoded) == 'table' and type(decoded['jid']) == 'string' then
-    return decoded['jid']
-  end
-  return nil
-end
+--!include jid_of
 
 --!include status
 local status_prefix = table.remove(ARGV)

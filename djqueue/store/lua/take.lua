@@ -28,14 +28,7 @@
 -- touches it and skipped, so one broken key cannot stop the healthy queues (Lua does not roll
 -- back: an error after some moves would leave them done while the caller sees a failure).
 
--- The job's own jid (decoded, not matched as text: an argument may hold a "jid" too).
-local function jid_of(job)
-  local ok, decoded = pcall(cjson.decode, job)
-  if ok and type(decoded) == 'table' and type(decoded['jid']) == 'string' then
-    return decoded['jid']
-  end
-  return nil
-end
+--!include jid_of
 
 --!include status
 local identity = table.remove(ARGV)
