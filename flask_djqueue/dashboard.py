@@ -44,6 +44,7 @@ from djqueue.errors import RedisUnavailable
 from djqueue.web import assets, forms
 from djqueue.web import busy as web_busy
 from djqueue.web import queues as web_queues
+from djqueue.web.actions import permitted
 from djqueue.web.dashboard import POLL_CHOICES, poll_interval
 from djqueue.web.dashboard import dashboard as read_dashboard
 from djqueue.web.job import job_page
@@ -75,6 +76,7 @@ def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard
     bp.record_once(pages.check_app)
     bp.before_request(pages.guard)
     bp.after_request(pages.protect)
+    bp.register_error_handler(RedisUnavailable, pages.unavailable)
     bp.context_processor(pages.context)
     for rule, view, methods in (
         ("/", pages.index, ["GET"]),
@@ -170,6 +172,7 @@ class _Pages:
         return html, status
 
     def unavailable(self, error: RedisUnavailable) -> Any:
+        """What every page answers when Redis does not: a 503 naming the URL (password hidden)."""
         return self.render("unavailable.html", "Redis is unavailable", 503, error=error)
 
     def answer(
@@ -180,8 +183,6 @@ class _Pages:
             outcome = handler(*args, allowed=self.allowed, settings=self.settings, **kw)
         except forms.Refused:
             abort(403)
-        except RedisUnavailable as exc:
-            return self.unavailable(exc)
         if outcome.question:
             return self.render(
                 "confirm.html",
@@ -196,10 +197,7 @@ class _Pages:
     # -- pages --------------------------------------------------------------------------------
 
     def index(self) -> Any:
-        try:
-            found = read_dashboard(self.settings)
-        except RedisUnavailable as exc:
-            return self.unavailable(exc)
+        found = read_dashboard(self.settings)
         return self.render(
             "dashboard.html",
             "Dashboard",
@@ -225,10 +223,7 @@ class _Pages:
     def queues(self) -> Any:
         if request.method == "POST":
             return self.answer(self.url("queues"), forms.clear_queue, request.form)
-        try:
-            rows = web_queues.queues_page(self.settings)
-        except RedisUnavailable as exc:
-            return self.unavailable(exc)
+        rows = web_queues.queues_page(self.settings)
         links = [(row, self.url("queue", queue=row.name)) for row in rows]
         return self.render("queues.html", "Queues", rows=links)
 
@@ -243,17 +238,14 @@ class _Pages:
         here = (request.script_root + request.full_path).rstrip("?")
         if request.method == "POST":
             return self.answer(here, forms.list_action, kind, request.form, params, queue=queue)
-        try:
-            found = read_list(kind, params, queue=queue, settings=self.settings)
-        except RedisUnavailable as exc:
-            return self.unavailable(exc)
+        found = read_list(kind, params, queue=queue, settings=self.settings)
         job_urls = [self._job_url(kind, row.key, queue) for row in found.rows]
         return self.render(
             "job_list.html",
             found.title,
             list=found,
             rows=list(zip(found.rows, job_urls, strict=True)),
-            allowed_actions=[a for a in found.actions if self.allowed(a.permission)],
+            allowed_actions=permitted(found.actions, self.allowed),
             list_url=here,
         )
 
@@ -273,27 +265,19 @@ class _Pages:
         back = self.url("queue", queue=queue) if kind == "queue" else self.url(kind)
         if request.method == "POST":
             return self.answer(back, forms.job_action, kind, key, request.form, queue=queue)
-        try:
-            found = job_page(kind, key, queue=queue, settings=self.settings)
-        except RedisUnavailable as exc:
-            return self.unavailable(exc)
+        found = job_page(kind, key, queue=queue, settings=self.settings)
         return self.render(
             "job.html",
             found.job_name if found else "Job not found",
             200 if found else 404,
             job=found,
             list_url=back,
-            allowed_actions=[a for a in found.actions if self.allowed(a.permission)]
-            if found
-            else [],
+            allowed_actions=permitted(found.actions, self.allowed) if found else [],
         )
 
     def job_status(self) -> Any:
         """The answer to the dashboard's 'find job by jid' box: the job's lifecycle."""
-        try:
-            found = status_page(request.args.get("jid", ""), self.settings)
-        except RedisUnavailable as exc:
-            return self.unavailable(exc)
+        found = status_page(request.args.get("jid", ""), self.settings)
         title = f"Job {found.jid}" if found.jid else "Find job by jid"
         return self.render(
             "status.html", title, 200 if found.fields or not found.jid else 404, found=found
@@ -302,8 +286,5 @@ class _Pages:
     def busy(self) -> Any:
         if request.method == "POST":
             return self.answer(self.url("busy"), forms.signal_processes, request.form)
-        try:
-            found = web_busy.busy_page(self.settings)
-        except RedisUnavailable as exc:
-            return self.unavailable(exc)
+        found = web_busy.busy_page(self.settings)
         return self.render("busy.html", "Busy", busy=found)

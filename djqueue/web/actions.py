@@ -57,6 +57,11 @@ def actions_for(kind: str) -> list[Action]:
     return list(ACTIONS[kind])
 
 
+def permitted(actions: Sequence[Action], allowed: Callable[[str], bool]) -> list[Action]:
+    """The actions a user may run (``allowed("change")`` / ``allowed("delete")``)."""
+    return [a for a in actions if allowed(a.permission)]
+
+
 def find_action(kind: str, name: str) -> Action:
     for action in ACTIONS.get(kind, ()):
         if action.name == name:

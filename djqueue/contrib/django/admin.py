@@ -14,11 +14,14 @@ Sites with their own ``AdminSite`` register the same classes there::
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path
+
+from djqueue.errors import RedisUnavailable
 
 from . import models, views
 
@@ -58,7 +61,9 @@ class PageAdmin(admin.ModelAdmin):
         return f"{self.opts.app_label}_{self.opts.model_name}_{suffix}"
 
     def get_urls(self) -> list[URLPattern]:
-        wrap = self.admin_site.admin_view
+        def wrap(view: Any) -> Any:
+            return self.admin_site.admin_view(self._redis_errors(view))
+
         return [
             path("", wrap(self.changelist_view), name=self.url_name("changelist")),
             *[
@@ -70,6 +75,18 @@ class PageAdmin(admin.ModelAdmin):
     def pages(self) -> list[tuple[str, Any, str]]:
         """Further ``(route, view, name suffix)`` of this page."""
         return []
+
+    def _redis_errors(self, view: Any) -> Any:
+        """``view``, answering the 503 page when Redis does not answer (every page reads it)."""
+
+        @functools.wraps(view)
+        def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            try:
+                return view(request, *args, **kwargs)
+            except RedisUnavailable as exc:
+                return views.unavailable(self, request, exc)
+
+        return answer
 
 
 class DashboardAdmin(PageAdmin):

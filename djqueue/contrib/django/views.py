@@ -28,6 +28,7 @@ from djqueue.errors import RedisUnavailable
 from djqueue.web import assets, forms
 from djqueue.web import busy as web_busy
 from djqueue.web import queues as web_queues
+from djqueue.web.actions import permitted
 from djqueue.web.dashboard import POLL_CHOICES, poll_interval
 from djqueue.web.dashboard import dashboard as read_dashboard
 from djqueue.web.job import job_page
@@ -84,7 +85,8 @@ def _need(page: PageAdmin, request: HttpRequest, permission: str = "view") -> No
         raise PermissionDenied
 
 
-def _unavailable(page: PageAdmin, request: HttpRequest, error: RedisUnavailable) -> HttpResponse:
+def unavailable(page: PageAdmin, request: HttpRequest, error: RedisUnavailable) -> HttpResponse:
+    """What every page answers when Redis does not: a 503 naming the URL (password hidden)."""
     return render(
         page, request, "unavailable.html", "Redis is unavailable", error=error, status=503
     )
@@ -95,10 +97,7 @@ def _unavailable(page: PageAdmin, request: HttpRequest, error: RedisUnavailable)
 
 def dashboard(page: PageAdmin, request: HttpRequest) -> HttpResponse:
     _need(page, request)
-    try:
-        found = read_dashboard()
-    except RedisUnavailable as exc:
-        return _unavailable(page, request, exc)
+    found = read_dashboard()
     models = {**MODEL, "queues": "queue", "busy": "busy"}
     return render(
         page,
@@ -148,10 +147,7 @@ def queues(page: PageAdmin, request: HttpRequest) -> HttpResponse:
             request.POST,
             allowed(page, request),
         )
-    try:
-        rows = web_queues.queues_page()
-    except RedisUnavailable as exc:
-        return _unavailable(page, request, exc)
+    rows = web_queues.queues_page()
     links = [(row, url(page, "queue", "jobs", row.name)) for row in rows]
     return render(page, request, "queues.html", "Queues", rows=links)
 
@@ -175,10 +171,7 @@ def job_list(page: PageAdmin, request: HttpRequest, kind: str, name: str = "") -
             allowed(page, request),
             queue=name,
         )
-    try:
-        found = read_list(kind, params, queue=name)
-    except RedisUnavailable as exc:
-        return _unavailable(page, request, exc)
+    found = read_list(kind, params, queue=name)
     model = MODEL[kind]
     job_urls = [
         url(page, model, "job", *((name, row.key) if kind == "queue" else (row.key,)))
@@ -192,7 +185,7 @@ def job_list(page: PageAdmin, request: HttpRequest, kind: str, name: str = "") -
         found.title,
         list=found,
         rows=list(zip(found.rows, job_urls, strict=True)),
-        allowed_actions=[a for a in found.actions if may(a.permission)],
+        allowed_actions=permitted(found.actions, may),
         list_url=here,
         clear_url=url(page, "queue") if kind == "queue" else "",
     )
@@ -214,10 +207,7 @@ def job(page: PageAdmin, request: HttpRequest, kind: str, key: str, name: str = 
             allowed(page, request),
             queue=name,
         )
-    try:
-        found = job_page(kind, key, queue=name)
-    except RedisUnavailable as exc:
-        return _unavailable(page, request, exc)
+    found = job_page(kind, key, queue=name)
     may = allowed(page, request)
     return render(
         page,
@@ -226,7 +216,7 @@ def job(page: PageAdmin, request: HttpRequest, kind: str, key: str, name: str = 
         found.job_name if found else "Job not found",
         job=found,
         list_url=list_url,
-        allowed_actions=[a for a in found.actions if may(a.permission)] if found else [],
+        allowed_actions=permitted(found.actions, may) if found else [],
         status=200 if found else 404,
     )
 
@@ -234,10 +224,7 @@ def job(page: PageAdmin, request: HttpRequest, kind: str, key: str, name: str = 
 def job_status(page: PageAdmin, request: HttpRequest) -> HttpResponse:
     """The answer to the dashboard's 'find job by jid' box: the job's lifecycle."""
     _need(page, request)
-    try:
-        found = status_page(request.GET.get("jid", ""))
-    except RedisUnavailable as exc:
-        return _unavailable(page, request, exc)
+    found = status_page(request.GET.get("jid", ""))
     title = f"Job {found.jid}" if found.jid else "Find job by jid"
     return render(
         page,
@@ -265,10 +252,7 @@ def busy(page: PageAdmin, request: HttpRequest) -> HttpResponse:
             request.POST,
             allowed(page, request),
         )
-    try:
-        found = web_busy.busy_page()
-    except RedisUnavailable as exc:
-        return _unavailable(page, request, exc)
+    found = web_busy.busy_page()
     return render(page, request, "busy.html", "Busy", busy=found)
 
 
@@ -298,8 +282,6 @@ def _answer(
         outcome = handler(*args, **kwargs)
     except forms.Refused:
         raise PermissionDenied from None
-    except RedisUnavailable as exc:
-        return _unavailable(page, request, exc)
     if outcome.question:
         return render(
             page,
