@@ -54,6 +54,9 @@ class Settings:
     max_payload_bytes: int = 16 * 1024 * 1024
     #: Show job arguments in the admin and the dashboard; False hides them (personal data).
     web_show_args: bool = True
+    #: Periodic jobs declared in settings: name -> {"cron", "class", "args", "queue",
+    #: "timezone", ...} (`djqueue.schedule.from_settings`), for jobs of other codebases too.
+    periodic: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -248,6 +251,13 @@ def _validate(s: Settings) -> None:
             or not isinstance(host_port[1], int)
         ):
             raise ConfigurationError("sentinels", f"expected (host, port), got {host_port!r}")
+    if s.periodic:
+        from .schedule import from_settings
+
+        try:
+            from_settings(s.periodic)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError("periodic", str(exc)) from None
     if s.sentinels and not s.sentinel_master:
         raise ConfigurationError("sentinel_master", "is required when sentinels are given")
 

@@ -273,7 +273,11 @@ class Job:
     jobs: Any
 
     def __init_subclass__(
-        cls, abstract: bool = False, name: str | None = None, **options: Any
+        cls,
+        abstract: bool = False,
+        name: str | None = None,
+        cron: str | None = None,
+        **options: Any,
     ) -> None:
         super().__init_subclass__()
         cls.job_options = {**cls.job_options, **check_options(_payload_options(options))}
@@ -281,6 +285,8 @@ class Job:
             return
         cls.job_name = name or f"{cls.__module__}.{cls.__qualname__}"
         registry.register(cls.job_name, cls)
+        if cron is not None:
+            _declare_periodic(cron, cls)
 
     def perform(self, *args: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement perform()")
@@ -310,7 +316,7 @@ def _payload_options(options: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise TypeError(
             f"unknown job option(s) {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(PAYLOAD_OPTIONS)}, name, retry_in, retries_exhausted"
+            f"known: {', '.join(PAYLOAD_OPTIONS)}, name, cron, retry_in, retries_exhausted"
         )
     return dict(options)
 
@@ -330,26 +336,42 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
     (seconds or a timedelta to keep the finished job's status and return value: see
     `djqueue.lifecycle`; off by default), ``name`` (the
     registered name, written as the payload's ``class``; default the dotted path),
-    ``retry_queue``, ``backtrace``, ``dead``, ``tags``; for functions also ``retry_in`` and
+    ``retry_queue``, ``backtrace``, ``dead``, ``tags``; ``cron`` (a cron expression, optionally
+    ending with a time zone: ``"0 9 * * 1-5 Europe/Paris"``) also runs the job on that
+    schedule, with no arguments (see `djqueue.schedule`); for functions also ``retry_in`` and
     ``retries_exhausted`` hooks (classes define them as class methods).
     """
     retry_in = options.pop("retry_in", None)
     retries_exhausted = options.pop("retries_exhausted", None)
+    cron = options.pop("cron", None)
     payload_options = check_options(_payload_options(options))
 
     def decorate(obj: Any) -> Any:
         if isinstance(obj, type):
             if retry_in or retries_exhausted:
                 raise TypeError("class jobs define retry_in/retries_exhausted as class methods")
-            return _class_job(obj, name, payload_options)
+            cls = _class_job(obj, name, payload_options)
+            if cron is not None:
+                _declare_periodic(cron, cls)
+            return cls
         if not callable(obj):
             raise TypeError(f"@job needs a function or a class, got {obj!r}")
         job_name = name or f"{obj.__module__}.{obj.__qualname__}"
         handle = FunctionJob(obj, job_name, payload_options, retry_in, retries_exhausted)
         registry.register(job_name, handle)
+        if cron is not None:
+            _declare_periodic(cron, handle)
         return handle
 
     return decorate(target) if target is not None else decorate
+
+
+def _declare_periodic(cron: str, definition: Any) -> None:
+    """``cron=`` on a job: a periodic job named after it, with no arguments
+    (`djqueue.schedule.periodic` declares anything richer)."""
+    from .schedule import periodic
+
+    periodic(cron, definition)
 
 
 def _class_job(cls: type, name: str | None, options: dict[str, Any]) -> type:

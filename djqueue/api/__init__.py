@@ -17,6 +17,7 @@ settings and connection pool. Nothing is read until a property or method asks.
 from __future__ import annotations
 
 from .listing import Filter, Listing
+from .periodic import PeriodicJob, PeriodicSet
 from .process import Process, ProcessSet
 from .queue import Queue
 from .record import JobRecord, SortedEntry
@@ -28,6 +29,8 @@ from .work import Work, WorkSet
 __all__ = [
     "DeadSet",
     "Filter",
+    "PeriodicJob",
+    "PeriodicSet",
     "History",
     "JobRecord",
     "Listing",

@@ -26,6 +26,11 @@ PROCESS_CLEANUP_TTL = 5
 #: (about 21 days), so a job still in the system never loses its status. Once it has finished,
 #: the hash lives the job's own ``retention``.
 STATUS_IN_FLIGHT_TTL = 30 * 24 * 3600
+#: sidekiq-cron's REMEMBER_THRESHOLD: a periodic job's claimed ticks are kept a day, then
+#: trimmed as newer ticks are claimed.
+CRON_REMEMBER = 24 * 3600
+#: sidekiq-cron's default number of entries in a periodic job's jid history.
+CRON_HISTORY_SIZE = 10
 
 
 class Keys:
@@ -56,6 +61,9 @@ class Keys:
         #: Prefix of the job status hashes ``status:JID`` (tracked jobs only: those pushed
         #: with a ``retention``) and of their ``status:JID:done`` lists (see lua/status.lua).
         self.status_prefix = p + "status:"
+        #: sidekiq-cron's set of periodic jobs. Its members are the hash key names without the
+        #: namespace (``cron_job:NAME``), as sidekiq-cron under redis-namespace writes them.
+        self.cron_jobs = p + "cron_jobs"
 
     def queue(self, name: str) -> str:
         return f"{self.prefix}queue:{name}"
@@ -88,6 +96,23 @@ class Keys:
     def status_done(self, jid: str) -> str:
         """A one-element list pushed when the tracked job finishes; result() blocks on it."""
         return f"{self.status_prefix}{jid}:done"
+
+    @staticmethod
+    def cron_member(name: str) -> str:
+        """The ``cron_jobs`` member naming periodic job ``name`` (no namespace)."""
+        return f"cron_job:{name}"
+
+    def cron_job(self, name: str) -> str:
+        """sidekiq-cron's hash of one periodic job: cron, class, args, message, status..."""
+        return f"{self.prefix}cron_job:{name}"
+
+    def cron_enqueued(self, name: str) -> str:
+        """sidekiq-cron's sorted set of claimed ticks: ISO time -> epoch; ZADD claims a tick."""
+        return f"{self.prefix}cron_job:{name}:enqueued"
+
+    def cron_history(self, name: str) -> str:
+        """sidekiq-cron's list of the last jids pushed: JSON ``{"jid", "enqueued"}``."""
+        return f"{self.prefix}cron_job:{name}:jid_history"
 
     def strip(self, key: str) -> str:
         return key[len(self.prefix) :] if self.prefix and key.startswith(self.prefix) else key

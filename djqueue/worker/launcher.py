@@ -20,10 +20,13 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .. import __version__, connection, registry, signals
+from .. import __version__, connection, registry, schedule, signals
 from ..config import Settings, get_settings
+from ..errors import ConfigurationError
 from ..store import JobStore, Keys
 from .backoff import REDIS_ERRORS, GaveUp, keep_trying, outage
+from .cron_poller import CronPoller
+from .cron_sync import sync as sync_periodic
 from .fetch import Fetcher
 from .heartbeat import Heartbeat, HeartbeatThread
 from .janitor import Janitor, hostname
@@ -68,6 +71,11 @@ class Launcher:
         self.identity = f"{self.hostname}:{os.getpid()}:{secrets.token_hex(6)}"
         self.started_at = time.time()
         self.stats = Stats()
+        try:
+            #: The periodic jobs this process declares (code and settings).
+            self.periodic = schedule.declared(s.periodic)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError("periodic", str(exc)) from None
         self.fetcher = Fetcher(self.redis, self.keys, self.identity, s.queues, block_timeout)
         self.manager = Manager(s, self.jobs, self.fetcher, self.stats)
         self.heartbeat = Heartbeat(
@@ -88,6 +96,7 @@ class Launcher:
             lock_seconds=s.heartbeat_interval,
         )
         self.poller = Poller(self.jobs, self.keys, s.default_queue, s.poll_interval, self._slot)
+        self.cron_poller = CronPoller(s, self.redis)
         self.beats = HeartbeatThread(
             self.heartbeat, s.heartbeat_interval, self.signal, self._after_beat
         )
@@ -115,6 +124,7 @@ class Launcher:
             "identity": self.identity,
             "heartbeat_interval": s.heartbeat_interval,
             "version": f"djqueue {__version__}",
+            "periodic": [entry.name for entry in self.periodic],
         }
 
     def _after_beat(self) -> None:
@@ -142,13 +152,21 @@ class Launcher:
             keep_trying(self.janitor.sweep, "start-up sweep", self.stopping)
         except GaveUp:
             pass
+        try:
+            keep_trying(self._sync_periodic, "periodic jobs", self.stopping)
+        except GaveUp:
+            pass
         self.manager.start()
         self.poller.start()
+        self.cron_poller.start()
         self.beats.start()
         if signals.worker_started.receivers:
             signals.worker_started.send(self.identity, info=self.info)
         if first:
             self.signal(first)
+
+    def _sync_periodic(self) -> None:
+        sync_periodic(self.periodic, self.settings, self.redis)
 
     def quiet(self) -> None:
         if self.manager.quieting.is_set():
@@ -156,6 +174,7 @@ class Launcher:
         logger.info("quiet: finishing running jobs, fetching no more")
         self.manager.quiet()
         self.poller.stop_event.set()
+        self.cron_poller.stop_event.set()
         self.beats.beat_now()
 
     def stop(self) -> None:
@@ -169,6 +188,7 @@ class Launcher:
         self.quiet()
         pushed = self.manager.stop(deadline, self.forced)
         self.poller.stop()
+        self.cron_poller.stop()
         self.beats.stop()
         try:
             # Our working-lists entry stays when the push-back failed, so that a live worker
@@ -231,7 +251,7 @@ class Launcher:
             f"concurrency: {s.concurrency}  timeout: {s.timeout:g} s  "
             f"max retries: {s.max_retries}  poll: {s.poll_interval:g} s  "
             f"heartbeat: {s.heartbeat_interval:g} s",
-            f"jobs registered: {len(registry.names())}",
+            f"jobs registered: {len(registry.names())}  periodic: {len(self.periodic)}",
         ]
         for line in lines:
             logger.info(line)

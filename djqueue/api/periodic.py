@@ -1,0 +1,243 @@
+"""Periodic jobs as Redis has them: read, enable, disable, run now, delete.
+
+Entries come from djqueue's declarations and from a Ruby app's sidekiq-cron alike; both are
+read from sidekiq-cron's layout (`djqueue.store.cron`)::
+
+    from djqueue.api import PeriodicSet
+
+    for entry in PeriodicSet():
+        print(entry.name, entry.cron, entry.enabled, entry.last_run, entry.next_run)
+    PeriodicSet().find("nightly-report").run_now()
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from ..cron import CronSchedule, InvalidCron, enqueue_time, iso, parse, parse_enqueue_time
+from ..schedule import SOURCE
+from ..store.cron import FIRED, CronStore
+from .base import ApiObject
+
+
+class PeriodicJob(ApiObject):
+    """One entry of ``cron_jobs``. ``fields`` is its hash as read; nothing is read again until
+    an action runs."""
+
+    def __init__(self, name: str, fields: dict[str, str], **context: Any) -> None:
+        super().__init__(**context)
+        self.name = name
+        self.fields = fields
+        self.cron_store = CronStore(self.redis, self.keys)
+        self.cron: str = fields.get("cron", "")
+        #: The parsed schedule, or None when the text is not one djqueue reads (`error` says
+        #: why); such an entry is shown but never fired by djqueue.
+        self.schedule: CronSchedule | None = None
+        self.error = ""
+        try:
+            self.schedule = parse(self.cron)
+        except InvalidCron as exc:
+            self.error = str(exc)
+
+    def __repr__(self) -> str:
+        return f"<PeriodicJob {self.name} {self.cron!r} {self.status}>"
+
+    # -- what it is ------------------------------------------------------------------------------
+
+    @property
+    def status(self) -> str:
+        """``enabled`` or ``disabled`` (sidekiq-cron treats a missing status as enabled)."""
+        return self.fields.get("status") or "enabled"
+
+    @property
+    def enabled(self) -> bool:
+        return self.status == "enabled"
+
+    @property
+    def message(self) -> dict[str, Any]:
+        try:
+            message = json.loads(self.fields.get("message") or "{}")
+        except ValueError:
+            return {}
+        return message if isinstance(message, dict) else {}
+
+    @property
+    def klass(self) -> str:
+        return self.fields.get("klass") or str(self.message.get("class") or "")
+
+    @property
+    def args(self) -> list[Any]:
+        """The arguments each run gets (sidekiq-cron: a JSON list, or one hash)."""
+        raw = self.fields.get("args")
+        if not raw:
+            args = self.message.get("args", [])
+            return args if isinstance(args, list) else [args]
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return [raw]
+        return value if isinstance(value, list) else [value]
+
+    @property
+    def queue(self) -> str:
+        queue = self.message.get("queue")
+        return queue if isinstance(queue, str) and queue else self.settings.default_queue
+
+    @property
+    def description(self) -> str:
+        return self.fields.get("description", "")
+
+    @property
+    def declared(self) -> bool:
+        """Declared by djqueue code or settings (not by Ruby, nor by hand)."""
+        return self.fields.get("source") == SOURCE
+
+    @property
+    def catch_up(self) -> bool:
+        return self.fields.get("catch_up", "true") != "false"
+
+    @property
+    def active_job(self) -> bool:
+        return _flag(self.fields.get("active_job"))
+
+    @property
+    def last_run(self) -> float | None:
+        """When it was last pushed (by a tick or run now), epoch seconds."""
+        return parse_enqueue_time(self.fields.get("last_enqueue_time", ""))
+
+    def next_run(self, now: float | None = None) -> float | None:
+        """The next tick (None for a schedule djqueue cannot read, or a disabled job)."""
+        if self.schedule is None or not self.enabled:
+            return None
+        return self.schedule.next(time.time() if now is None else now)
+
+    def history(self) -> list[dict[str, Any]]:
+        """The last pushes, newest first: ``{"jid", "enqueued"}`` as sidekiq-cron keeps them."""
+        return self._call(lambda: self.cron_store.history(self.name))
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def enable(self) -> bool:
+        return self._set(True)
+
+    def disable(self) -> bool:
+        return self._set(False)
+
+    def _set(self, enabled: bool) -> bool:
+        done = self._call(lambda: self.cron_store.set_status(self.name, enabled))
+        if done:
+            self.fields["status"] = "enabled" if enabled else "disabled"
+        return done
+
+    def run_now(self) -> str | None:
+        """Push the job now, outside its schedule (sidekiq-cron's "enqueue now"); its ticks
+        are unchanged. Returns the jid, or None if the entry is gone or a middleware stopped
+        the push."""
+        return self.fire(None, time.time())
+
+    def delete(self) -> bool:
+        """Remove it from Redis; a job declared in code comes back at the next worker start."""
+        return self._call(lambda: self.cron_store.delete(self.name))
+
+    def fire(self, tick: float | None, now: float) -> str | None:
+        """Push the job for ``tick`` (epoch) unless another poller claimed it first, or now
+        when ``tick`` is None. Client middleware runs as for any push; the write is the store's
+        claim-and-push (``lua/cron_fire.lua``). Returns the jid pushed, else None."""
+        from ..client import Client
+        from ..signals import job_enqueued
+
+        client = Client(self.settings, self.redis)
+        payload = client.normalize(self.item(now))
+        payload.pop("at", None)
+        outcome: list[int] = []
+
+        def write() -> dict[str, Any]:
+            payload["enqueued_at"] = time.time()
+            outcome.append(
+                self._call(
+                    lambda: self.cron_store.fire(
+                        self.name,
+                        payload["queue"],
+                        json.dumps(payload, separators=(",", ":")),
+                        payload["jid"],
+                        enqueue_time(now),
+                        None if tick is None else (tick, iso(tick)),
+                    )
+                )
+            )
+            return payload
+
+        if len(client.middleware):
+            client.middleware.invoke(payload["class"], payload, payload["queue"], write)
+        else:
+            write()
+        if not outcome or outcome[0] != FIRED:
+            return None
+        if job_enqueued.receivers:
+            job_enqueued.send(payload["class"], payload=payload)
+        return str(payload["jid"])
+
+    def item(self, now: float) -> dict[str, Any]:
+        """The job to push, built as sidekiq-cron builds it from the entry."""
+        args = self.args
+        if _flag(self.fields.get("date_as_argument")):
+            args = [*args, now]
+        if self.active_job:
+            queue = self.message.get("queue") or self.queue
+            return {
+                "class": "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper",
+                "wrapped": self.klass,
+                "queue": queue,
+                "description": self.description,
+                "args": [
+                    {
+                        "job_class": self.klass,
+                        "job_id": _uuid(),
+                        "queue_name": queue,
+                        "arguments": args,
+                    }
+                ],
+            }
+        item = {
+            k: v
+            for k, v in self.message.items()
+            if k not in ("jid", "created_at", "enqueued_at", "at")
+        }
+        item["class"] = self.klass
+        item["args"] = args
+        item["queue"] = self.queue
+        return item
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("true", "t", "yes", "y", "1")
+
+
+def _uuid() -> str:
+    import uuid
+
+    return str(uuid.uuid4())
+
+
+class PeriodicSet(ApiObject):
+    """Every periodic job in Redis, by name."""
+
+    def __iter__(self) -> Iterator[PeriodicJob]:
+        return iter(self.all())
+
+    def all(self) -> list[PeriodicJob]:
+        store = CronStore(self.redis, self.keys)
+        found = self._call(store.read_all)
+        return [PeriodicJob(name, fields, **self._context()) for name, fields in found.items()]
+
+    def find(self, name: str) -> PeriodicJob | None:
+        store = CronStore(self.redis, self.keys)
+        fields = self._call(lambda: store.read(name))
+        return PeriodicJob(name, fields, **self._context()) if fields else None
+
+    @property
+    def size(self) -> int:
+        return int(self._call(lambda: self.redis.scard(self.keys.cron_jobs)))

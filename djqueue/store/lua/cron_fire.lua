@@ -1,0 +1,44 @@
+#!lua
+-- Fire a periodic job: claim its tick, push the job, record the run, in one step, so a tick is
+-- pushed once across every process and host (djqueue's and sidekiq-cron's pollers alike) and
+-- a crash can never claim a tick without pushing it.
+-- KEYS[1] = cron_job:NAME, KEYS[2] = cron_job:NAME:enqueued, KEYS[3] = cron_job:NAME:jid_history,
+-- KEYS[4] = the queues set, KEYS[5] = queue:QUEUE.
+-- ARGV[1] = the tick's epoch ('' to run now: no claim), ARGV[2] = the tick as ISO 8601 UTC (the
+-- claimed member, sidekiq-cron's format), ARGV[3] = QUEUE, ARGV[4] = the job JSON ('' to only
+-- skip the tick of a disabled job),
+-- ARGV[5] = last_enqueue_time ('%Y-%m-%d %H:%M:%S +0000'), ARGV[6] = the history entry JSON,
+-- ARGV[7] = history entries kept, ARGV[8] = seconds of claimed ticks kept, ARGV[9] = the status
+-- key prefix (a tracked job's status becomes 'pending').
+-- A tick that falls while the job is disabled is claimed as skipped, so that enabling the job
+-- later never fires it as a missed tick.
+-- Returns 1 when pushed, 0 when the tick was claimed before (or, skipping, the job is enabled
+-- after all), -1 when the job is disabled, -2 when it no longer exists.
+--!include status
+local status_prefix = table.remove(ARGV)
+if redis.call('EXISTS', KEYS[1]) == 0 then return -2 end
+if ARGV[1] ~= '' then
+  local state = redis.call('HGET', KEYS[1], 'status')
+  if state and state ~= 'enabled' then
+    redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+    return -1
+  end
+  if ARGV[4] == '' then return 0 end
+  if redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 0 end
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, '(' .. (tonumber(ARGV[1]) - tonumber(ARGV[8])))
+end
+local kind = redis.call('TYPE', KEYS[4])['ok']
+if kind ~= 'set' and kind ~= 'none' then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[4] .. ' is a ' .. kind .. ', not a set; no job was written')
+end
+redis.call('LPUSH', KEYS[5], ARGV[4])
+redis.call('SADD', KEYS[4], ARGV[3])
+redis.call('HSET', KEYS[1], 'last_enqueue_time', ARGV[5])
+redis.call('LPUSH', KEYS[3], ARGV[6])
+redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[7]) - 1)
+local job = status_job(ARGV[4])
+if job then
+  status_moving(status_prefix, job, 'pending', 0, 'enqueued_at', status_text(job['enqueued_at']),
+    'payload', ARGV[4])
+end
+return 1

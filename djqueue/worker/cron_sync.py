@@ -1,0 +1,69 @@
+"""A starting worker writes its periodic declarations to Redis and removes retired ones.
+
+Each declared job is saved in sidekiq-cron's layout (`djqueue.store.cron.CronStore.save`):
+its schedule, job and arguments follow the code, while its status (an operator may have
+disabled it) and its last run stay as Redis has them.
+
+**Removal.** An entry that djqueue declared (``source`` = djqueue) and that this process no
+longer declares is deleted only if no live worker declares it either: every worker lists its
+declarations in its heartbeat's ``info`` (``periodic``). So during a rolling deploy, while a
+worker of the older release still runs and declares the job, the entry stays and keeps firing;
+the first worker to start after the last such worker has stopped removes it. Entries written
+by Ruby's sidekiq-cron or by hand (no ``source``) are never removed by djqueue.
+"""
+
+from __future__ import annotations
+
+import time
+
+import redis
+
+from ..api.process import ProcessSet
+from ..config import Settings
+from ..cron import iso, parse
+from ..schedule import SOURCE, Periodic
+from ..store import Keys
+from ..store.cron import CronStore
+from .log import logger
+
+
+def sync(
+    declarations: list[Periodic], settings: Settings, redis_client: redis.Redis
+) -> tuple[list[str], list[str]]:
+    """Save ``declarations``, remove retired entries; returns (created, removed) names."""
+    store = CronStore(redis_client, Keys(settings.namespace))
+    now = time.time()
+    created: list[str] = []
+    for entry in declarations:
+        tick = parse(entry.cron).previous(now)
+        if store.save(entry.name, entry.fields(), (tick, iso(tick)), entry.enabled):
+            created.append(entry.name)
+            logger.info("periodic %s added: %s -> %s", entry.name, entry.cron, entry.job)
+    mine = {entry.name for entry in declarations}
+    retired = [
+        name
+        for name, fields in store.read_all().items()
+        if fields.get("source") == SOURCE and name not in mine
+    ]
+    if not retired:
+        return created, []
+    elsewhere = declared_by_live_workers(settings, redis_client)
+    removed = []
+    for name in retired:
+        if name in elsewhere:
+            logger.info("periodic %s: not declared here, kept (a running worker declares it)", name)
+            continue
+        store.delete(name)
+        removed.append(name)
+        logger.info("periodic %s removed: no running worker declares it", name)
+    return created, removed
+
+
+def declared_by_live_workers(settings: Settings, redis_client: redis.Redis) -> set[str]:
+    """The names every live process lists in its ``info`` (``periodic``)."""
+    names: set[str] = set()
+    for process in ProcessSet(settings=settings, redis_client=redis_client):
+        listed = process.info.get("periodic")
+        if isinstance(listed, list):
+            names.update(name for name in listed if isinstance(name, str))
+    return names
