@@ -55,7 +55,7 @@ class CronSchedule:
         fields = self.text.split(" ")
         self.zone_name = "UTC"
         self.zone: dt.tzinfo = UTC
-        if len(fields) in (2, 6, 7) and _is_zone(fields[-1]):
+        if len(fields) in (2, 6, 7) and is_zone(fields[-1]):
             self.zone_name = fields.pop()
             self.zone = ZoneInfo(self.zone_name)
         if len(fields) == 1 and fields[0].lower() in SHORTHANDS:
@@ -102,7 +102,8 @@ class CronSchedule:
         return text if self.zone_name == "UTC" else f"{text} ({self.zone_name})"
 
 
-def _is_zone(name: str) -> bool:
+def is_zone(name: str) -> bool:
+    """An IANA zone name this machine knows (and not a word a cron field may hold)."""
     if not any(c.isalpha() for c in name) or name.upper() in _FIELD_WORDS:
         return False
     try:

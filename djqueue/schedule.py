@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cron import InvalidCron, parse
+from .cron import InvalidCron, is_zone, parse
 
 #: Seconds after its time within which a tick of a ``catch_up=False`` job still fires.
 GRACE = 60.0
@@ -161,10 +161,12 @@ def build(
         raise TypeError(f"periodic() needs a registered job or a job name, got {job!r}")
     if not isinstance(cron, str):
         raise InvalidCron(f"a cron expression must be a string, got {cron!r}")
+    if timezone and not is_zone(timezone):
+        raise InvalidCron(f"{timezone!r} is not a time zone (an IANA name: 'Europe/Paris')")
     text = f"{cron} {timezone}" if timezone else cron
     schedule = parse(text)
     if timezone and schedule.zone_name != timezone:
-        raise InvalidCron(f"{text!r}: {timezone!r} is not a time zone djqueue knows (IANA name)")
+        raise InvalidCron(f"{text!r}: the expression already ends with a time zone")
     job_options = dict(getattr(job, "job_options", {}) or {})
     job_options.update(check_options(_payload_options(dict(options or {}))))
     if queue is not None:

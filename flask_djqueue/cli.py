@@ -5,8 +5,8 @@
 worker with it: every job in the app's context, the app's ``DJQUEUE_*`` settings under the
 flags given. The flags are djqueue's own (`djqueue.worker.cli.add_worker_arguments`, parsed by
 the same argparse code as ``djqueue worker``), so they cannot drift apart, and ``--help`` shows
-each flag's value in this app. ``stats`` and ``queues`` print what ``djqueue stats`` and
-``djqueue queues`` print, for the app's Redis and namespace.
+each flag's value in this app. ``stats``, ``queues`` and ``periodic`` print what the ``djqueue``
+commands of those names print, for the app's Redis and namespace.
 """
 
 from __future__ import annotations
@@ -19,9 +19,12 @@ from flask.cli import AppGroup
 
 from djqueue.errors import DjQueueError
 from djqueue.worker.cli import (
+    PERIODIC_ACTIONS,
     REPORTS,
     add_report_arguments,
     add_worker_arguments,
+    effective_settings,
+    periodic_command,
     report,
     run_worker,
 )
@@ -86,3 +89,24 @@ def stats(ctx: click.Context) -> None:
 def queues(ctx: click.Context) -> None:
     """Print each queue's size and latency."""
     _report("queues", ctx.args)
+
+
+@group.command("periodic", context_settings=_RAW, add_help_option=False)
+@click.pass_context
+def periodic(ctx: click.Context) -> None:
+    """List periodic jobs, or enable, disable, run or delete one (flags: --help)."""
+    _, found = _app()
+    parser = argparse.ArgumentParser(
+        prog="flask djqueue periodic", description=REPORTS["periodic"] + " (this app's Redis)"
+    )
+    add_report_arguments(parser)
+    parser.add_argument("action", nargs="?", default="list", choices=PERIODIC_ACTIONS)
+    parser.add_argument("name", nargs="?", help="the periodic job's name")
+    options = vars(parser.parse_args(ctx.args))
+    action, name = options.pop("action"), options.pop("name")
+    try:
+        code, text = periodic_command(action, name, effective_settings(options, found.settings))
+    except DjQueueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(text, err=code != 0)
+    ctx.exit(code)

@@ -42,10 +42,40 @@ def queues(settings: Settings | None = None) -> str:
     return "\n".join(lines)
 
 
-def _when(seconds: float | None) -> str:
+def periodic(settings: Settings | None = None, now: float | None = None) -> str:
+    """``djqueue periodic``: every periodic job with its state, schedule, last and next run."""
+    from .periodic import PeriodicSet
+
+    entries = PeriodicSet(settings=settings).all()
+    if not entries:
+        return "no periodic jobs"
+    rows = [("name", "status", "cron", "job", "queue", "last run", "next run")]
+    for entry in entries:
+        cron = entry.cron if entry.schedule else f"{entry.cron} (unreadable: not fired by djqueue)"
+        rows.append(
+            (
+                entry.name,
+                entry.status,
+                cron,
+                entry.klass,
+                entry.queue,
+                _when(entry.last_run, seconds_only=True) or "never",
+                _when(entry.next_run(now), seconds_only=True) or "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(text.ljust(width) for text, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def _when(seconds: float | None, *, seconds_only: bool = False) -> str:
     if seconds is None:
         return ""
     moment = dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc)
+    if seconds_only:
+        return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 

@@ -330,7 +330,47 @@ def build_parser() -> argparse.ArgumentParser:
         add_report_arguments(sub)
         if name == "status":
             sub.add_argument("jid", help="the job's id")
+        if name == "periodic":
+            sub.add_argument(
+                "action",
+                nargs="?",
+                default="list",
+                choices=PERIODIC_ACTIONS,
+                help="list (the default), or act on the job NAME: enable, disable, run (push "
+                "it now), delete (a job declared in code comes back at the next worker start)",
+            )
+            sub.add_argument("name", nargs="?", help="the periodic job's name")
     return parser
+
+
+#: What ``djqueue periodic`` can do.
+PERIODIC_ACTIONS = ("list", "enable", "disable", "run", "delete")
+
+
+def periodic_command(action: str, name: str | None, settings: Settings) -> tuple[int, str]:
+    """``djqueue periodic [ACTION NAME]``: (exit code, what to print)."""
+    from ..api import report as reports
+    from ..api.periodic import PeriodicSet
+
+    if action == "list":
+        return 0, reports.periodic(settings)
+    if not name:
+        return 2, f"djqueue periodic {action} needs the job's name"
+    entry = PeriodicSet(settings=settings).find(name)
+    if entry is None:
+        return 1, f"no periodic job named {name!r} (djqueue periodic lists them)"
+    if action == "enable":
+        entry.enable()
+        return 0, f"{name}: enabled"
+    if action == "disable":
+        entry.disable()
+        return 0, f"{name}: disabled"
+    if action == "run":
+        jid = entry.run_now()
+        return (0, f"{name}: pushed {jid}") if jid else (1, f"{name}: not pushed")
+    entry.delete()
+    note = " (declared in code: it comes back at the next worker start)" if entry.declared else ""
+    return 0, f"{name}: deleted{note}"
 
 
 #: The report commands and what they print.
@@ -338,6 +378,7 @@ REPORTS = {
     "stats": "print processed/failed counts and set sizes",
     "queues": "print each queue's size and latency",
     "status": "print a tracked job's state, times, attempts, error and result",
+    "periodic": "list periodic jobs (last and next run), or enable, disable, run or delete one",
 }
 
 
@@ -359,7 +400,7 @@ def report(command: str, options: dict[str, Any], settings: Settings) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console script ``djqueue``: subcommands ``worker``, ``stats``, ``queues``."""
+    """Console script ``djqueue``: ``worker``, ``stats``, ``queues``, ``status``, ``periodic``."""
     parser = build_parser()
     args = parser.parse_args(argv)
     options = vars(args)
@@ -368,6 +409,13 @@ def main(argv: list[str] | None = None) -> int:
         if command == "worker":
             return run_worker(options)
         jid = options.pop("jid", None)
+        if command == "periodic":
+            action, name = options.pop("action"), options.pop("name")
+            code, text = periodic_command(
+                action, name, effective_settings(options, config.get_settings())
+            )
+            print(text, file=sys.stdout if code == 0 else sys.stderr)
+            return code
         if command == "status":
             from ..api import report as reports
 

@@ -1,0 +1,370 @@
+"""Periodic jobs: declaring them, the schedule in Redis, and the cron poller's decisions.
+
+The poller is driven here with chosen times (``CronPoller.poll(now)``) against a real Redis, so
+catch-up, daylight-saving changes and disabled ticks are checked on the dates that matter
+without waiting for them; tests/test_periodic_workers.py runs real worker processes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from zoneinfo import ZoneInfo
+
+import pytest
+
+import djqueue
+from djqueue import schedule
+from djqueue.api import PeriodicSet, Queue
+from djqueue.config import get_settings
+from djqueue.cron import CronSchedule, InvalidCron, iso
+from djqueue.errors import ConfigurationError
+from djqueue.store import Keys
+from djqueue.worker.cron_poller import CronPoller
+from djqueue.worker.cron_sync import sync
+
+NEW_YORK = ZoneInfo("America/New_York")
+PARIS = ZoneInfo("Europe/Paris")
+
+
+def at(year, month, day, hour=0, minute=0, second=0, tz=dt.timezone.utc) -> float:
+    return dt.datetime(year, month, day, hour, minute, second, tzinfo=tz).timestamp()
+
+
+def local(epoch: float, tz=NEW_YORK) -> str:
+    return dt.datetime.fromtimestamp(epoch, tz).isoformat()
+
+
+def declare(cron, job="t.record", **options) -> schedule.Periodic:
+    options.setdefault("name", "every")
+    return schedule.build(cron=cron, job=job, **options)
+
+
+def poller(r, reload: float = 10.0) -> CronPoller:
+    return CronPoller(get_settings(), r, reload=reload)
+
+
+def pushed(queue="default") -> list[dict]:
+    return [json.loads(record.value) for record in Queue(queue)]
+
+
+# -- expressions --------------------------------------------------------------------------------
+
+
+def test_five_fields_six_with_seconds_first_a_zone_and_the_shorthands():
+    assert CronSchedule("*/5 * * * *").next(at(2027, 1, 1, 10, 2)) == at(2027, 1, 1, 10, 5)
+    every_ten_seconds = CronSchedule("*/10 * * * * *")
+    assert every_ten_seconds.has_seconds
+    assert every_ten_seconds.next(at(2027, 1, 1, 10, 2, 3)) == at(2027, 1, 1, 10, 2, 10)
+    paris = CronSchedule("0 9 * * 1-5 Europe/Paris")
+    assert paris.zone_name == "Europe/Paris"
+    # Friday 2027-01-01 09:00 in Paris is 08:00 UTC; the next is Monday the 4th.
+    assert paris.previous(at(2027, 1, 1, 12)) == at(2027, 1, 1, 8)
+    assert paris.next(at(2027, 1, 1, 12)) == at(2027, 1, 4, 8)
+    assert CronSchedule("@hourly").next(at(2027, 1, 1, 10, 2)) == at(2027, 1, 1, 11)
+    assert CronSchedule("@daily America/New_York").next(at(2027, 1, 1, 12)) == at(2027, 1, 2, 5)
+    # A tick exactly at `at` is the previous one, not the next.
+    assert CronSchedule("0 * * * *").previous(at(2027, 1, 1, 10)) == at(2027, 1, 1, 10)
+    assert CronSchedule("0 * * * *").next(at(2027, 1, 1, 10)) == at(2027, 1, 1, 11)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "a cron expression is needed"),
+        ("* * *", "5 fields"),
+        ("61 * * * *", "Bad minute"),
+        ("0 9 * * * Mars/Olympus", "Bad day-of-week"),
+        ("0 9 * * MON-XYZ", "Bad day-of-week"),
+    ],
+)
+def test_a_bad_expression_says_what_is_wrong(text, says):
+    with pytest.raises(InvalidCron, match=says):
+        CronSchedule(text)
+
+
+def test_spring_forward_moves_a_skipped_tick_to_the_change_and_fall_back_runs_it_once():
+    # 2027-03-14: New York's clocks go from 02:00 to 03:00; 02:30 does not exist that day.
+    daily_0230 = CronSchedule("30 2 * * * America/New_York")
+    ticks = daily_0230.upcoming(at(2027, 3, 13, 12, tz=NEW_YORK), 2)
+    assert [local(t) for t in ticks] == ["2027-03-14T03:00:00-04:00", "2027-03-15T02:30:00-04:00"]
+    # 2027-11-07: clocks go from 02:00 back to 01:00; 01:30 happens twice, the job runs once.
+    daily_0130 = CronSchedule("30 1 * * * America/New_York")
+    ticks = daily_0130.upcoming(at(2027, 11, 6, 12, tz=NEW_YORK), 2)
+    assert [local(t) for t in ticks] == ["2027-11-07T01:30:00-04:00", "2027-11-08T01:30:00-05:00"]
+    # A wildcard hour keeps real time: every 30 minutes through the repeated hour.
+    half_hourly = CronSchedule("*/30 * * * * America/New_York")
+    ticks = half_hourly.upcoming(at(2027, 11, 7, 0, 50, tz=NEW_YORK), 4)
+    assert [t - ticks[0] for t in ticks] == [0, 1800, 3600, 5400]
+
+
+def test_the_poller_fires_a_fixed_time_job_once_on_the_night_clocks_go_back(redis_url, r):
+    sync([declare("30 1 * * * America/New_York")], get_settings(), r)
+    cron = poller(r)
+    start = at(2027, 11, 7, 0, 0, tz=NEW_YORK)
+    cron.poll(start)  # catches up the day before's tick: not what this test counts
+    r.delete("queue:default")
+    for minute in range(0, 4 * 60, 5):  # four real hours, every five minutes
+        cron.poll(start + minute * 60)
+    assert len(pushed()) == 1
+    # 01:30 EDT, the first of the two: 05:30 UTC.
+    assert r.zrange(Keys().cron_enqueued("every"), -1, -1) == ["2027-11-07T05:30:00Z"]
+
+
+def test_the_poller_fires_a_skipped_tick_once_when_clocks_go_forward(redis_url, r):
+    sync([declare("30 2 * * * Europe/Paris")], get_settings(), r)
+    cron = poller(r)
+    start = at(2027, 3, 28, 1, 0, tz=PARIS)  # Paris goes from 02:00 to 03:00 that night
+    cron.poll(start)  # catches up the day before's tick
+    r.delete("queue:default")
+    for minute in range(0, 3 * 60, 5):
+        cron.poll(start + minute * 60)
+    assert len(pushed()) == 1
+    assert r.zrange(Keys().cron_enqueued("every"), -1, -1) == ["2027-03-28T01:00:00Z"]
+
+
+# -- catch-up, claims, disabled ticks ----------------------------------------------------------
+
+
+def test_a_new_job_waits_for_its_next_tick(redis_url, r):
+    sync([declare("0 * * * *")], get_settings(), r)
+    poller(r).poll(time.time())
+    assert pushed() == []
+
+
+def test_a_poller_back_after_a_gap_runs_the_latest_missed_tick_once(redis_url, r):
+    start = at(2027, 1, 1, 10, 20)
+    sync([declare("0 * * * *")], get_settings(), r)
+    poller(r).poll(start)  # running at 10:20 (it catches up 10:00: sync ran at today's time)
+    r.delete("queue:default")
+    restarted = start + 3 * 3600 + 600  # 13:30: the 11:00, 12:00 and 13:00 ticks were missed
+    poller(r).poll(restarted)
+    jobs = pushed()
+    assert len(jobs) == 1
+    claims = r.zrange(Keys().cron_enqueued("every"), 0, -1)
+    assert "2027-01-01T13:00:00Z" in claims
+    assert not {"2027-01-01T11:00:00Z", "2027-01-01T12:00:00Z"} & set(claims)
+    # Another poller looking at the same moment finds the tick claimed.
+    poller(r).poll(restarted + 1)
+    assert len(pushed()) == 1
+    assert PeriodicSet().find("every").last_run == pytest.approx(restarted, abs=1)
+
+
+def test_without_catch_up_a_missed_tick_is_skipped_but_a_late_poll_within_a_minute_fires(
+    redis_url, r
+):
+    sync([declare("0 * * * *", catch_up=False)], get_settings(), r)
+    poller(r).poll(at(2027, 1, 1, 13, 30))
+    assert pushed() == []
+    poller(r).poll(at(2027, 1, 1, 14, 0, 40))
+    assert len(pushed()) == 1
+
+
+def test_ticks_of_a_disabled_job_are_skipped_for_good(redis_url, r):
+    sync([declare("0 * * * *")], get_settings(), r)
+    entry = PeriodicSet().find("every")
+    assert entry.disable()
+    poller(r).poll(at(2027, 1, 1, 14, 0, 5))
+    assert pushed() == []
+    assert "2027-01-01T14:00:00Z" in r.zrange(Keys().cron_enqueued("every"), 0, -1)
+    entry.enable()
+    poller(r).poll(at(2027, 1, 1, 14, 30))  # a fresh poller would catch up 14:00: not now
+    assert pushed() == []
+    poller(r).poll(at(2027, 1, 1, 15, 0, 1))
+    assert len(pushed()) == 1
+
+
+def test_a_job_enabled_since_the_last_read_fires_at_its_next_tick(redis_url, r):
+    sync([declare("* * * * *")], get_settings(), r)
+    PeriodicSet().find("every").disable()
+    cron = poller(r, reload=3600)
+    cron.poll(at(2027, 1, 1, 10, 0, 1))  # reads the schedule: disabled
+    PeriodicSet().find("every").enable()
+    cron.poll(at(2027, 1, 1, 10, 1, 1))  # before the next read: the claim step sees it enabled
+    assert len(pushed()) == 1
+
+
+def test_run_now_pushes_records_the_run_and_leaves_the_ticks_alone(redis_url, r):
+    sync([declare("0 3 * * *", args=["nightly", 2], queue="reports")], get_settings(), r)
+    entry = PeriodicSet().find("every")
+    claims = r.zrange(Keys().cron_enqueued("every"), 0, -1)
+    jid = entry.run_now()
+    (job,) = pushed("reports")
+    assert job["jid"] == jid and job["class"] == "t.record" and job["args"] == ["nightly", 2]
+    assert entry.history()[0]["jid"] == jid
+    assert PeriodicSet().find("every").last_run is not None
+    assert r.zrange(Keys().cron_enqueued("every"), 0, -1) == claims
+
+
+def test_client_middleware_runs_for_periodic_pushes_and_may_stop_one(redis_url, r):
+    sync([declare("* * * * *")], get_settings(), r)
+    seen = []
+
+    def middleware(job, payload, queue, call_next):
+        seen.append(job)
+        return None if payload["args"] == [] and seen.count(job) > 1 else call_next()
+
+    djqueue.client_middleware.add(middleware)
+    try:
+        cron = poller(r)
+        cron.poll(at(2027, 1, 1, 10, 0, 1))
+        cron.poll(at(2027, 1, 1, 10, 1, 1))
+    finally:
+        djqueue.client_middleware.remove(middleware)
+    assert seen == ["t.record", "t.record"]
+    assert len(pushed()) == 1
+
+
+# -- declaring -----------------------------------------------------------------------------------
+
+
+def test_job_cron_declares_a_periodic_job_named_after_it(redis_url):
+    @djqueue.job(name="t.nightly", cron="0 3 * * * Europe/Paris", queue="reports", retry=3)
+    def nightly():
+        pass
+
+    try:
+        (entry,) = [e for e in schedule.declared() if e.name == "t.nightly"]
+        assert entry.cron == "0 3 * * * Europe/Paris"
+        assert entry.message() == {
+            "retry": 3,
+            "class": "t.nightly",
+            "args": [],
+            "queue": "reports",
+        }
+    finally:
+        schedule.forget("t.nightly")
+        djqueue.registry.unregister("t.nightly")
+
+
+def test_periodic_registration_takes_args_a_zone_and_a_name(redis_url):
+    entry = djqueue.periodic(
+        "0 9 * * 1-5", "Billing::Run", name="billing", args=[1], timezone="America/New_York"
+    )
+    try:
+        assert entry.cron == "0 9 * * 1-5 America/New_York"
+        assert entry in schedule.declared()
+        with pytest.raises(ValueError, match="declared twice"):
+            djqueue.periodic("0 10 * * *", "Billing::Run", name="billing")
+    finally:
+        schedule.forget("billing")
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        ({"cron": "0 3 * * *"}, "'cron' and 'class' are required"),
+        ({"cron": "0 3 * * * *x", "class": "A"}, "Bad day-of-week"),
+        ({"cron": "0 3 * * *", "class": "A", "timezone": "Nowhere/City"}, "time zone"),
+        ({"cron": "0 3 * * *", "class": "A", "args": [object()]}, "JSON"),
+        ({"cron": "0 3 * * *", "class": "A", "retries": 3}, "unknown job option"),
+    ],
+)
+def test_a_bad_periodic_setting_names_the_entry_and_the_problem(entry, says):
+    with pytest.raises(ConfigurationError, match=says) as caught:
+        djqueue.configure(periodic={"nightly": entry})
+    assert "nightly" in str(caught.value) and "periodic" in str(caught.value).lower()
+
+
+def test_settings_entries_are_declared_beside_the_codes(redis_url, r):
+    settings = get_settings().replace(
+        periodic={"ruby-report": {"cron": "*/5 * * * *", "class": "ReportWorker", "retry": 2}}
+    )
+    (entry,) = schedule.declared(settings.periodic)
+    assert entry.message() == {"retry": 2, "class": "ReportWorker", "args": [], "queue": "default"}
+
+
+# -- the schedule in Redis -----------------------------------------------------------------------
+
+
+def test_a_redeploy_keeps_an_operators_disable_and_a_new_cron_waits_for_its_tick(redis_url, r):
+    sync([declare("0 * * * *")], get_settings(), r)
+    PeriodicSet().find("every").disable()
+    sync([declare("*/10 * * * *")], get_settings(), r)
+    entry = PeriodicSet().find("every")
+    assert entry.cron == "*/10 * * * *" and not entry.enabled
+    entry.enable()
+    poller(r).poll(time.time())
+    assert pushed() == []  # the new schedule's current tick was claimed when it was saved
+
+
+def test_a_job_removed_from_the_code_leaves_redis_once_no_running_worker_declares_it(redis_url, r):
+    settings = get_settings()
+    sync([declare("0 * * * *", name="kept"), declare("0 * * * *", name="old")], settings, r)
+    r.sadd("cron_jobs", "cron_job:ruby")  # sidekiq-cron's own entry: never djqueue's to remove
+    r.hset("cron_job:ruby", mapping={"name": "ruby", "cron": "* * * * *", "klass": "RubyJob"})
+    # A worker of the previous release still runs and declares "old".
+    r.sadd("processes", "old-host:1:abc")
+    r.hset(
+        "old-host:1:abc",
+        mapping={"info": json.dumps({"identity": "old-host:1:abc", "periodic": ["kept", "old"]})},
+    )
+    created, removed = sync([declare("0 * * * *", name="kept")], settings, r)
+    assert removed == [] and {e.name for e in PeriodicSet()} == {"kept", "old", "ruby"}
+    # It stopped: the next start removes "old", and only that.
+    r.srem("processes", "old-host:1:abc")
+    r.delete("old-host:1:abc")
+    created, removed = sync([declare("0 * * * *", name="kept")], settings, r)
+    assert removed == ["old"] and {e.name for e in PeriodicSet()} == {"kept", "ruby"}
+    assert not r.exists("cron_job:old", "cron_job:old:enqueued")
+
+
+def test_a_worker_lists_its_periodic_jobs_in_its_heartbeat(redis_url, r, worker):
+    djqueue.periodic("0 3 * * *", "t.record", name="listed")
+    try:
+        running = worker()
+        info = json.loads(r.hget(running.identity, "info"))
+        assert info["periodic"] == ["listed"]
+        assert PeriodicSet().find("listed").declared
+    finally:
+        schedule.forget("listed")
+
+
+def test_the_stored_entry_is_sidekiq_crons(redis_url, r):
+    sync([declare("*/5 * * * *", args=[{"a": 1}], description="five")], get_settings(), r)
+    assert r.smembers("cron_jobs") == {"cron_job:every"}
+    stored = r.hgetall("cron_job:every")
+    assert stored["klass"] == "t.record" and stored["cron"] == "*/5 * * * *"
+    assert json.loads(stored["args"]) == [{"a": 1}]
+    assert json.loads(stored["message"])["queue"] == "default"
+    assert stored["status"] == "enabled" and stored["description"] == "five"
+    (claim,) = r.zrange("cron_job:every:enqueued", 0, -1, withscores=True)
+    assert claim[0] == iso(claim[1])
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+def test_djqueue_periodic_lists_and_acts(redis_url, r, capsys):
+    from djqueue.worker.cli import main
+
+    sync(
+        [declare("0 3 * * * Europe/Paris", name="nightly", args=[1]), declare("* * * * *")],
+        get_settings(),
+        r,
+    )
+    r.sadd("cron_jobs", "cron_job:ruby")
+    r.hset("cron_job:ruby", mapping={"name": "ruby", "cron": "every 5 minutes", "klass": "R"})
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(["periodic", *args, "--redis-url", redis_url])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, _ = run()
+    header, *rows = out.splitlines()
+    assert header.split()[:4] == ["name", "status", "cron", "job"]
+    assert [row.split()[0] for row in rows] == ["every", "nightly", "ruby"]
+    assert "0 3 * * * Europe/Paris" in rows[1] and "never" in rows[1]
+    assert "unreadable" in rows[2]
+    assert run("disable", "nightly")[:2] == (0, "nightly: disabled\n")
+    code, out, _ = run("run", "nightly")
+    assert code == 0 and out.startswith("nightly: pushed ")
+    assert pushed()[0]["args"] == [1]
+    assert "disabled" in run()[1].splitlines()[2]
+    code, _, err = run("enable", "missing")
+    assert code == 1 and "no periodic job named 'missing'" in err
+    code, out, _ = run("delete", "nightly")
+    assert "comes back at the next worker start" in out
+    assert PeriodicSet().find("nightly") is None
