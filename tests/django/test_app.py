@@ -112,6 +112,7 @@ def test_checks_pass_with_good_settings():
         ({"concurrency": 5}, "'CONCURRENCY'"),  # lower case: "write 'CONCURRENCY'"
         ({"CONCURRENCY": 5, "concurrency": 50}, "'CONCURRENCY'"),  # which one would win?
         ({"CONTEXT_KEYS": "tenant"}, "'CONTEXT_KEYS'"),
+        ({"PERIODIC": {"nightly": {"cron": "0 3 * * * *x", "class": "A"}}}, "'PERIODIC'"),
     ],
 )
 def test_a_bad_setting_is_reported_by_name(value, name):
