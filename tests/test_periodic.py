@@ -368,3 +368,57 @@ def test_djqueue_periodic_lists_and_acts(redis_url, r, capsys):
     code, out, _ = run("delete", "nightly")
     assert "comes back at the next worker start" in out
     assert PeriodicSet().find("nightly") is None
+
+
+def test_an_entry_that_cannot_be_pushed_is_reported_and_the_others_still_fire(redis_url, r, caplog):
+    sync([declare("* * * * *", name="good")], get_settings(), r)
+    r.sadd("cron_jobs", "cron_job:bad")
+    r.hset(
+        "cron_job:bad",
+        mapping={
+            "name": "bad",
+            "cron": "* * * * *",
+            "klass": "X",
+            "args": "[1]",
+            "message": json.dumps({"class": "X", "queue": "no spaces allowed"}),
+        },
+    )
+    poller(r).poll(at(2027, 1, 1, 10, 0, 1))
+    assert [job["class"] for job in pushed()] == ["t.record"]
+    assert "periodic bad: tick 2027-01-01T10:00:00Z not pushed" in caplog.text
+
+
+def test_an_active_job_entry_is_pushed_in_active_jobs_wrapper(redis_url, r):
+    r.sadd("cron_jobs", "cron_job:aj")
+    r.hset(
+        "cron_job:aj",
+        mapping={
+            "name": "aj",
+            "cron": "* * * * *",
+            "klass": "CleanupJob",
+            "args": "[7]",
+            "active_job": "true",
+            "message": json.dumps({"queue": "low"}),
+        },
+    )
+    jid = PeriodicSet().find("aj").run_now()
+    (job,) = pushed("low")
+    assert job["jid"] == jid
+    assert job["class"] == "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"
+    assert job["wrapped"] == "CleanupJob"
+    (wrapped,) = job["args"]
+    assert wrapped["job_class"] == "CleanupJob" and wrapped["arguments"] == [7]
+    assert wrapped["queue_name"] == "low"
+
+
+def test_a_job_class_declares_its_schedule_too(redis_url):
+    class Nightly(djqueue.Job, name="t.class-nightly", cron="@daily"):
+        def perform(self):
+            pass
+
+    try:
+        (entry,) = [e for e in schedule.declared() if e.name == "t.class-nightly"]
+        assert entry.cron == "@daily" and entry.job == "t.class-nightly"
+    finally:
+        schedule.forget("t.class-nightly")
+        djqueue.registry.unregister("t.class-nightly")

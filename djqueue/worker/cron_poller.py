@@ -88,7 +88,12 @@ class CronPoller:
             tick = entry.schedule.previous(now)
             if tick > self._tried.get(entry.name, -math.inf):
                 self._tried[entry.name] = tick
-                self._handle(entry, tick, now)
+                try:
+                    self._handle(entry, tick, now)
+                except REDIS_ERRORS:
+                    raise
+                except Exception as exc:  # a bad entry (its message, its queue) stops only itself
+                    logger.error("periodic %s: tick %s not pushed: %s", entry.name, iso(tick), exc)
             wake = min(wake, entry.schedule.next(now))
         return wake
 
