@@ -43,6 +43,7 @@ from djqueue.config import Settings
 from djqueue.errors import RedisUnavailable
 from djqueue.web import assets, forms
 from djqueue.web import busy as web_busy
+from djqueue.web import periodic as web_periodic
 from djqueue.web import queues as web_queues
 from djqueue.web.actions import permitted
 from djqueue.web.dashboard import POLL_CHOICES, poll_interval
@@ -65,6 +66,7 @@ NAV = (
     ("Scheduled", "scheduled"),
     ("Retries", "retries"),
     ("Dead", "dead"),
+    ("Periodic", "periodic"),
     ("Busy", "busy"),
 )
 
@@ -86,6 +88,8 @@ def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard
         ("/queues/<path:queue>/job/<path:key>", pages.queue_job, ["GET", "POST"]),
         ("/queues/<path:queue>", pages.queue, ["GET", "POST"]),
         ("/busy", pages.busy, ["GET", "POST"]),
+        ("/periodic", pages.periodic, ["GET", "POST"]),
+        ("/periodic/<path:name>", pages.periodic_entry, ["GET", "POST"]),
         ("/job", pages.job_status, ["GET"]),
     ):
         bp.add_url_rule(rule, view.__name__, view, methods=methods)
@@ -148,6 +152,7 @@ class _Pages:
             session[CSRF_KEY] = secrets.token_urlsafe(32)
         endpoint = (request.endpoint or "").rpartition(".")[2]
         current = endpoint.removesuffix("_job") if endpoint != "queue_job" else "queues"
+        current = current.removesuffix("_entry")
         current = "queues" if current == "queue" else current
         nav = [(label, self.url(view), view == current) for label, view in NAV]
         return {
@@ -188,6 +193,7 @@ class _Pages:
                 "confirm.html",
                 "Are you sure?",
                 question=outcome.question,
+                note=outcome.note,
                 fields=outcome.fields,
                 back=back,
             )
@@ -288,3 +294,38 @@ class _Pages:
             return self.answer(self.url("busy"), forms.signal_processes, request.form)
         found = web_busy.busy_page(self.settings)
         return self.render("busy.html", "Busy", busy=found)
+
+    def periodic(self) -> Any:
+        """Every periodic job, with its row buttons and the action menu for ticked rows."""
+        here = self.url("periodic")
+        if request.method == "POST":
+            return self.answer(here, web_periodic.periodic_action, request.form)
+        found = web_periodic.periodic_list(self.settings)
+        entry_urls = [self.url("periodic_entry", name=row.name) for row in found.rows]
+        return self.render(
+            "periodic_list.html",
+            "Periodic",
+            list=found,
+            rows=list(zip(found.rows, entry_urls, strict=True)),
+            allowed_actions=permitted(found.actions, self.allowed),
+            list_url=here,
+        )
+
+    def periodic_entry(self, name: str) -> Any:
+        """One periodic job: its fields, next ticks, message and the jids it pushed."""
+        list_url = self.url("periodic")
+        if request.method == "POST":
+            form = request.form
+            deleting = form.get("action") == "delete" and form.get("confirm") == "yes"
+            back = list_url if deleting else self.url("periodic_entry", name=name)
+            return self.answer(back, web_periodic.periodic_action, form, name=name)
+        found = web_periodic.periodic_page(name, self.settings)
+        return self.render(
+            "periodic.html",
+            name if found else "Periodic job not found",
+            200 if found else 404,
+            entry=found,
+            name=name,
+            list_url=list_url,
+            allowed_actions=permitted(found.actions, self.allowed) if found else [],
+        )

@@ -43,6 +43,8 @@ class Outcome:
     #: Ask this first; the answer re-posts `fields` with ``confirm=yes``.
     question: str = ""
     fields: dict[str, str] = field(default_factory=dict)
+    #: What the question page adds below the question (what the answer will and won't do).
+    note: str = ""
 
 
 NOTHING_CHOSEN = Outcome("No action was chosen. Nothing was changed.", ok=False)

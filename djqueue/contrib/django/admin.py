@@ -1,4 +1,5 @@
-"""djqueue's pages in the Django admin: dashboard, queues, scheduled, retries, dead, busy.
+"""djqueue's pages in the Django admin: dashboard, queues, scheduled, retries, dead, periodic,
+busy.
 
 Each page is a `PageAdmin` registered for one of the unmanaged models in `models`, so it shows
 in the admin's index and sidebar like any model, and its URLs are wrapped in
@@ -144,6 +145,19 @@ class JobSetAdmin(PageAdmin):
         return [("<path:key>/", self.job_view, "job")]
 
 
+class PeriodicAdmin(PageAdmin):
+    """The periodic jobs (sidekiq-cron's "Cron" tab), and a page per entry."""
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        return views.periodic(self, request)
+
+    def entry_view(self, request: HttpRequest, name: str) -> HttpResponse:
+        return views.periodic_entry(self, request, name)
+
+    def pages(self) -> list[tuple[str, Any, str]]:
+        return [("<path:name>/", self.entry_view, "entry")]
+
+
 class BusyAdmin(PageAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         return views.busy(self, request)
@@ -155,6 +169,7 @@ PAGES: dict[type, type[PageAdmin]] = {
     models.ScheduledJob: JobSetAdmin,
     models.RetryJob: JobSetAdmin,
     models.DeadJob: JobSetAdmin,
+    models.PeriodicJob: PeriodicAdmin,
     models.Busy: BusyAdmin,
 }
 

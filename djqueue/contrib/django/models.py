@@ -53,3 +53,8 @@ class DeadJob(_Page):
 class Busy(_Page):
     class Meta(_Page.Meta):
         verbose_name = verbose_name_plural = "busy"
+
+
+class PeriodicJob(_Page):
+    class Meta(_Page.Meta):
+        verbose_name, verbose_name_plural = "periodic job", "periodic"

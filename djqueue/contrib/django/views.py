@@ -27,6 +27,7 @@ from django.urls import reverse
 from djqueue.errors import RedisUnavailable
 from djqueue.web import assets, forms
 from djqueue.web import busy as web_busy
+from djqueue.web import periodic as web_periodic
 from djqueue.web import queues as web_queues
 from djqueue.web.actions import permitted
 from djqueue.web.dashboard import POLL_CHOICES, poll_interval
@@ -46,6 +47,7 @@ NAV = (
     ("Scheduled", "scheduledjob"),
     ("Retries", "retryjob"),
     ("Dead", "deadjob"),
+    ("Periodic", "periodicjob"),
     ("Busy", "busy"),
 )
 #: Model name of each list kind's page.
@@ -238,6 +240,67 @@ def job_status(page: PageAdmin, request: HttpRequest) -> HttpResponse:
     )
 
 
+# -- periodic jobs ----------------------------------------------------------------------------
+
+
+def periodic(page: PageAdmin, request: HttpRequest) -> HttpResponse:
+    """Every periodic job, with its row buttons and the action menu for the ticked rows."""
+    _need(page, request)
+    here = url(page, "periodicjob")
+    if request.method == "POST":
+        return _answer(
+            page,
+            request,
+            here,
+            web_periodic.periodic_action,
+            request.POST,
+            allowed(page, request),
+        )
+    found = web_periodic.periodic_list()
+    entry_urls = [url(page, "periodicjob", "entry", row.name) for row in found.rows]
+    return render(
+        page,
+        request,
+        "periodic_list.html",
+        "Periodic",
+        list=found,
+        rows=list(zip(found.rows, entry_urls, strict=True)),
+        allowed_actions=permitted(found.actions, allowed(page, request)),
+        list_url=here,
+    )
+
+
+def periodic_entry(page: PageAdmin, request: HttpRequest, name: str) -> HttpResponse:
+    """One periodic job: its fields, next ticks, payload and the jids it pushed."""
+    _need(page, request)
+    list_url = url(page, "periodicjob")
+    here = url(page, "periodicjob", "entry", name)
+    if request.method == "POST":
+        deleting = request.POST.get("action") == "delete" and request.POST.get("confirm") == "yes"
+        return _answer(
+            page,
+            request,
+            list_url if deleting else here,
+            web_periodic.periodic_action,
+            request.POST,
+            allowed(page, request),
+            name=name,
+        )
+    found = web_periodic.periodic_page(name)
+    return render(
+        page,
+        request,
+        "periodic.html",
+        name if found else "Periodic job not found",
+        entry=found,
+        name=name,
+        list_url=list_url,
+        status_url=url(page, "dashboard", "status"),
+        allowed_actions=permitted(found.actions, allowed(page, request)) if found else [],
+        status=200 if found else 404,
+    )
+
+
 # -- busy -------------------------------------------------------------------------------------
 
 
@@ -289,6 +352,7 @@ def _answer(
             "confirm.html",
             "Are you sure?",
             question=outcome.question,
+            note=outcome.note,
             fields=outcome.fields,
             back=back,
         )

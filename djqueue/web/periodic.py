@@ -1,0 +1,347 @@
+"""The Periodic page: every periodic job in Redis, one job's page, and enable / disable / run
+now / delete, as sidekiq-cron's "Cron" tab offers them.
+
+Entries are read through `djqueue.api.PeriodicSet`, so djqueue's declarations and a Ruby app's
+sidekiq-cron entries list side by side; one whose ``cron`` text djqueue cannot read is listed
+with the reason, never dropped, since an operator must still be able to see and delete it.
+The list is not paged: a schedule holds tens of entries, not millions, and one pipeline reads
+them all.
+
+Deleting asks first, and says what the operator may not expect: an entry declared in code or
+settings is written again by the next worker that starts, so deleting it only lasts until then.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .. import connection
+from ..api import PeriodicJob, PeriodicSet
+from ..config import Settings, get_settings
+from ..cron import parse_enqueue_time
+from ..store import Keys
+from . import display
+from .actions import Action
+from .forms import Allowed, Form, Outcome, Refused
+from .job import Field
+
+ENABLE = Action("enable", "Enable", "change", "Enabled", "")
+DISABLE = Action("disable", "Disable", "change", "Disabled", "")
+RUN_NOW = Action("run_now", "Run now", "change", "Pushed", "")
+DELETE = Action("delete", "Delete", "delete", "Deleted", "")
+ACTIONS = (ENABLE, DISABLE, RUN_NOW, DELETE)
+#: Ticks shown on an entry's page.
+UPCOMING = 5
+#: Characters of an unreadable schedule's error shown in a list row (the page has it all).
+ERROR_IN_LIST = 80
+#: What an entry's origin is called: declared by djqueue code or settings, or anything else
+#: (a Ruby app's sidekiq-cron, or written by hand).
+DJQUEUE, ELSEWHERE = "djqueue", "sidekiq-cron"
+COMES_BACK = "declared in code or settings, so the next worker to start writes it again"
+
+
+@dataclass
+class PeriodicRow:
+    """One entry, every value already text."""
+
+    name: str
+    enabled: bool
+    status: str
+    cron: str
+    #: The schedule in English ("At minute 0 past every hour"); empty when unreadable.
+    schedule: str
+    zone: str
+    #: Why djqueue cannot read the ``cron`` text (such an entry never fires here), or empty.
+    error: str
+    job_name: str
+    queue: str
+    args: str
+    description: str
+    declared: bool
+    origin: str
+    last_run: str
+    last_run_exact: str
+    next_run: str
+    next_run_exact: str
+
+    @property
+    def error_short(self) -> str:
+        """The error as a list row shows it: without the cron text (shown above it), cut."""
+        text = self.error.removeprefix(f"{self.cron!r}: ")
+        return text if len(text) <= ERROR_IN_LIST else text[: ERROR_IN_LIST - 1] + "…"
+
+
+@dataclass
+class PeriodicList:
+    rows: list[PeriodicRow]
+    enabled: int
+    disabled: int
+    show_args: bool
+    actions: list[Action]
+
+
+@dataclass
+class Push:
+    """One line of an entry's jid history: a push by a tick or by "run now"."""
+
+    jid: str
+    enqueued: str
+    enqueued_exact: str
+    #: The job's tracked state (`djqueue.lifecycle`), or empty when it is not tracked: only a
+    #: tracked job has a page to link to.
+    state: str
+
+
+@dataclass
+class PeriodicPage:
+    row: PeriodicRow
+    fields: list[Field]
+    #: The next ticks as (UTC, the wall time in the schedule's zone or "" when UTC, relative);
+    #: empty when the schedule is unreadable.
+    upcoming: list[tuple[str, str, str]]
+    #: The ``message`` sidekiq-cron pushes, as JSON, redacted like a job's payload.
+    payload: str
+    history: list[Push]
+    actions: list[Action] = field(default_factory=lambda: list(ACTIONS))
+
+
+def origin(entry: PeriodicJob) -> str:
+    return DJQUEUE if entry.declared else ELSEWHERE
+
+
+def periodic_row(entry: PeriodicJob, show_args: bool, now: float) -> PeriodicRow:
+    schedule = entry.schedule
+    last, upcoming = entry.last_run, entry.next_run(now)
+    return PeriodicRow(
+        name=entry.name,
+        enabled=entry.enabled,
+        status=entry.status,
+        cron=entry.cron,
+        schedule=_english(entry),
+        zone=schedule.zone_name if schedule else "",
+        error=entry.error,
+        job_name=entry.klass or "(none)",
+        queue=entry.queue,
+        args=display.args_text(entry.args, show_args),
+        description=entry.description,
+        declared=entry.declared,
+        origin=origin(entry),
+        last_run=display.relative(last, now),
+        last_run_exact=display.timestamp(last),
+        next_run=display.relative(upcoming, now),
+        next_run_exact=display.timestamp(upcoming),
+    )
+
+
+def _english(entry: PeriodicJob) -> str:
+    """The schedule read aloud, without the zone (the page shows it beside)."""
+    if entry.schedule is None:
+        return ""
+    text = entry.schedule.describe()
+    suffix = f" ({entry.schedule.zone_name})"
+    return text.removesuffix(suffix) if entry.schedule.zone_name != "UTC" else text
+
+
+def periodic_list(settings: Settings | None = None) -> PeriodicList:
+    """Every entry, by name (two round trips however many there are)."""
+    show_args = (settings or get_settings()).web_show_args
+    now = time.time()
+    rows = [periodic_row(e, show_args, now) for e in PeriodicSet(settings=settings).all()]
+    enabled = sum(1 for r in rows if r.enabled)
+    return PeriodicList(rows, enabled, len(rows) - enabled, show_args, list(ACTIONS))
+
+
+def periodic_page(name: str, settings: Settings | None = None) -> PeriodicPage | None:
+    """One entry's page, or None when there is no such entry (deleted, or a mistyped URL)."""
+    entry = PeriodicSet(settings=settings).find(name)
+    if entry is None:
+        return None
+    show_args = entry.settings.web_show_args
+    now = time.time()
+    row = periodic_row(entry, show_args, now)
+    upcoming = []
+    if entry.schedule is not None:
+        zone = entry.schedule.zone if entry.schedule.zone_name != "UTC" else None
+        upcoming = [
+            (display.timestamp(t), _wall_time(t, zone), display.relative(t, now))
+            for t in entry.schedule.upcoming(now, UPCOMING)
+        ]
+    payload = display.payload_text(entry.message, show_args) if entry.message else ""
+    return PeriodicPage(
+        row=row,
+        fields=_fields(entry, row),
+        upcoming=upcoming,
+        payload=payload or entry.fields.get("message", ""),
+        history=_history(entry, now),
+    )
+
+
+def _wall_time(at: float, zone: dt.tzinfo | None) -> str:
+    """A tick as the schedule's own zone reads it (the zone the cron text is written in)."""
+    if zone is None:
+        return ""
+    return dt.datetime.fromtimestamp(at, zone).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def _fields(entry: PeriodicJob, row: PeriodicRow) -> list[Field]:
+    found = [
+        Field("Name", row.name),
+        Field("Status", row.status),
+        Field("Cron", row.cron),
+    ]
+    if row.error:
+        found.append(Field("Error", row.error))
+    else:
+        found += [Field("Schedule", row.schedule), Field("Time zone", row.zone)]
+    found += [Field("Job", row.job_name), Field("Queue", row.queue), Field("Arguments", row.args)]
+    if row.description:
+        found.append(Field("Description", row.description))
+    declared = "djqueue (code or settings)" if row.declared else "elsewhere (sidekiq-cron, Ruby)"
+    found.append(Field("Declared in", declared))
+    found.append(Field("Catch up", "yes" if entry.catch_up else "no: missed ticks are skipped"))
+    if entry.last_run is not None:
+        found.append(Field("Last run", f"{row.last_run_exact} ({row.last_run})"))
+    else:
+        found.append(Field("Last run", "never"))
+    if row.next_run_exact:
+        found.append(Field("Next run", f"{row.next_run_exact} ({row.next_run})"))
+    else:
+        found.append(Field("Next run", _no_next(row)))
+    return found
+
+
+def _no_next(row: PeriodicRow) -> str:
+    if row.error:
+        return "never: the schedule cannot be read"
+    return "none while disabled" if not row.enabled else ""
+
+
+def _history(entry: PeriodicJob, now: float) -> list[Push]:
+    """The jid history, with each job's tracked state read in one pipeline."""
+    pushes = [(str(h.get("jid") or ""), h.get("enqueued")) for h in entry.history()]
+    keys = Keys(entry.settings.namespace)
+
+    def states() -> list[object]:
+        pipe = entry.redis.pipeline(transaction=False)
+        for jid, _ in pushes:
+            pipe.hget(keys.status(jid), "state")
+        return pipe.execute() if pushes else []
+
+    found = connection.call(entry.settings, states)
+    history = []
+    for (jid, enqueued), state in zip(pushes, found, strict=True):
+        at = parse_enqueue_time(enqueued) if isinstance(enqueued, str) else None
+        text = state.decode() if isinstance(state, bytes) else str(state or "")
+        history.append(
+            Push(
+                jid=jid,
+                enqueued=display.relative(at, now),
+                enqueued_exact=display.timestamp(at) or str(enqueued or ""),
+                state=text if jid else "",
+            )
+        )
+    return history
+
+
+# -- actions ------------------------------------------------------------------------------------
+
+
+def find_action(name: str) -> Action | None:
+    return next((a for a in ACTIONS if a.name == name), None)
+
+
+def periodic_action(
+    form: Form, allowed: Allowed, name: str = "", settings: Settings | None = None
+) -> Outcome:
+    """A POST from the list or from an entry's page (``name``). The list sends either one
+    row's button, ``row_action`` = ``"ACTION:NAME"``, or the action menu (``action``) with the
+    ticked rows (``_selected_action``); an entry's page sends ``action``. Delete asks first,
+    and the answer names the entries in ``names`` (a JSON list: a name may hold any
+    character)."""
+    row_action = str(form.get("row_action") or "")
+    if row_action:
+        chosen, _, picked = row_action.partition(":")
+        names = [picked]
+    else:
+        chosen = str(form.get("action") or "")
+        names = [name] if name else [str(n) for n in form.getlist("_selected_action")]
+        if not name and form.get("names"):  # the delete question's answer
+            names = _names(str(form.get("names")))
+    action = find_action(chosen)
+    if action is None:
+        return Outcome("No action was chosen. Nothing was changed.", ok=False)
+    if not allowed(action.permission):
+        raise Refused(action.permission)
+    names = [n for n in dict.fromkeys(names) if n]
+    if not names:
+        return Outcome("Periodic jobs must be selected to act on them. Nothing was changed.", False)
+    periodic = PeriodicSet(settings=settings)
+    entries = [e for e in (periodic.find(n) for n in names) if e is not None]
+    gone = [n for n in names if n not in {e.name for e in entries}]
+    if action is DELETE and form.get("confirm") != "yes" and entries:
+        return _ask_delete(entries, name)
+    done = _apply(action, entries)
+    text = _done(action, done)
+    if gone:
+        text += f" No longer there: {', '.join(gone)}."
+    return Outcome(text.strip(), ok=not gone and len(done) == len(entries))
+
+
+def _ask_delete(entries: Sequence[PeriodicJob], name: str) -> Outcome:
+    names = [e.name for e in entries]
+    question = (
+        f"Delete the periodic job {names[0]}?"
+        if len(names) == 1
+        else f"Delete {len(names)} periodic jobs: {', '.join(names)}?"
+    )
+    declared = [e.name for e in entries if e.declared]
+    note = ""
+    if len(names) == 1 and declared:
+        note = f"It is {COMES_BACK}. Remove the declaration to retire it for good."
+    elif declared:
+        note = f"{', '.join(declared)}: each is {COMES_BACK}."
+    fields = {"action": DELETE.name}
+    if not name:
+        fields["names"] = json.dumps(names)
+    return Outcome(question=question, fields=fields, note=note)
+
+
+def _names(text: str) -> list[str]:
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return []
+    return [str(n) for n in found] if isinstance(found, list) else []
+
+
+def _apply(action: Action, entries: Sequence[PeriodicJob]) -> list[tuple[str, str]]:
+    """Run the action on each entry; (name, jid or "") of those it was done to."""
+    done = []
+    for entry in entries:
+        if action is RUN_NOW:
+            jid = entry.run_now()
+            if jid:
+                done.append((entry.name, jid))
+        elif (action is ENABLE and entry.enable()) or (action is DISABLE and entry.disable()):
+            done.append((entry.name, ""))
+        elif action is DELETE and entry.delete():
+            done.append((entry.name, "*" if entry.declared else ""))
+    return done
+
+
+def _done(action: Action, done: list[tuple[str, str]]) -> str:
+    if not done:
+        return f"{action.done} no periodic job."
+    if action is RUN_NOW:
+        pushed = ", ".join(f"{n} (jid {jid})" for n, jid in done)
+        return f"Pushed {pushed} now."
+    text = f"{action.done} {', '.join(n for n, _ in done)}."
+    if action is DELETE:
+        back = [n for n, mark in done if mark]
+        if back:
+            text += f" {', '.join(back)}: {COMES_BACK}."
+    return text
