@@ -26,6 +26,9 @@ PROCESS_CLEANUP_TTL = 5
 #: (about 21 days), so a job still in the system never loses its status. Once it has finished,
 #: the hash lives the job's own ``retention``.
 STATUS_IN_FLIGHT_TTL = 30 * 24 * 3600
+#: Seconds the outbox figures a relay published stay readable: a relay publishes every
+#: round (about a second), so figures older than this mean no worker relays any more.
+OUTBOX_TTL = 60
 
 
 class Keys:
@@ -56,6 +59,9 @@ class Keys:
         #: Prefix of the job status hashes ``status:JID`` (tracked jobs only: those pushed
         #: with a ``retention``) and of their ``status:JID:done`` lists (see lua/status.lua).
         self.status_prefix = p + "status:"
+        #: Hash: the transactional outbox as the last relay round saw it (``size``,
+        #: ``oldest`` created_at, ``at``, ``process``), for ``djqueue stats``.
+        self.outbox = p + "outbox"
 
     def queue(self, name: str) -> str:
         return f"{self.prefix}queue:{name}"

@@ -24,6 +24,7 @@ from .. import __version__, connection, registry, signals
 from ..config import Settings, get_settings
 from ..store import JobStore, Keys
 from .backoff import REDIS_ERRORS, GaveUp, keep_trying, outage
+from .duties import DutyThread
 from .fetch import Fetcher
 from .heartbeat import Heartbeat, HeartbeatThread
 from .janitor import Janitor, hostname
@@ -68,6 +69,8 @@ class Launcher:
         self.identity = f"{self.hostname}:{os.getpid()}:{secrets.token_hex(6)}"
         self.started_at = time.time()
         self.stats = Stats()
+        #: The frameworks' periodic duties (the outbox relay), read once, here.
+        self.duties = DutyThread(s.poll_interval)
         self.fetcher = Fetcher(self.redis, self.keys, self.identity, s.queues, block_timeout)
         self.manager = Manager(s, self.jobs, self.fetcher, self.stats)
         self.heartbeat = Heartbeat(
@@ -103,7 +106,7 @@ class Launcher:
     def info(self) -> dict[str, Any]:
         """The ``info`` JSON of the process hash (the fields Sidekiq's UI reads)."""
         s = self.settings
-        return {
+        info: dict[str, Any] = {
             "hostname": self.hostname,
             "started_at": self.started_at,
             "pid": os.getpid(),
@@ -116,6 +119,9 @@ class Launcher:
             "heartbeat_interval": s.heartbeat_interval,
             "version": f"djqueue {__version__}",
         }
+        if self.duties.duties:
+            info["duties"] = sorted(self.duties.duties)
+        return info
 
     def _after_beat(self) -> None:
         self.manager.tidy()
@@ -145,6 +151,7 @@ class Launcher:
         self.manager.start()
         self.poller.start()
         self.beats.start()
+        self.duties.start()
         if signals.worker_started.receivers:
             signals.worker_started.send(self.identity, info=self.info)
         if first:
@@ -169,6 +176,7 @@ class Launcher:
         self.quiet()
         pushed = self.manager.stop(deadline, self.forced)
         self.poller.stop()
+        self.duties.stop()
         self.beats.stop()
         try:
             # Our working-lists entry stays when the push-back failed, so that a live worker
