@@ -197,7 +197,7 @@ class _Pages:
     # -- pages --------------------------------------------------------------------------------
 
     def index(self) -> Any:
-        found = read_dashboard(self.settings)
+        found = read_dashboard(self.settings, outbox=_outbox())
         return self.render(
             "dashboard.html",
             "Dashboard",
@@ -209,7 +209,7 @@ class _Pages:
 
     def live(self) -> Any:
         try:
-            return jsonify(read_dashboard(self.settings).live())
+            return jsonify(read_dashboard(self.settings, outbox=_outbox()).live())
         except RedisUnavailable as exc:
             return jsonify(error=str(exc)), 503
 
@@ -288,3 +288,12 @@ class _Pages:
             return self.answer(self.url("busy"), forms.signal_processes, request.form)
         found = web_busy.busy_page(self.settings)
         return self.render("busy.html", "Busy", busy=found)
+
+
+def _outbox() -> Any:
+    """The current app's outbox figures when it uses the outbox (from its database)."""
+    from flask import current_app
+
+    from .outbox import stats
+
+    return stats(current_app)

@@ -287,3 +287,21 @@ def test_database_check_warns_about_an_old_row(db):
     found = [m for m in checks.run_checks(tags=["djqueue", "database"], databases=DATABASES)]
     (warning,) = [m for m in found if m.id == "djqueue.W005"]
     assert "1 job(s), the oldest 12" in warning.msg
+
+
+@override_settings(DJQUEUE=OUTBOX)
+def test_admin_dashboard_and_djqueue_stats_show_the_outbox(admin_client, r, redis_url):
+    OutboxJob.objects.create(jid="x", payload="{}", created_at=time.time() - 42)
+    page = admin_client.get("/admin/djqueue/dashboard/").content.decode()
+    assert "Outbox" in page and "Oldest outbox row (s)" in page
+    live = admin_client.get("/admin/djqueue/dashboard/live/").json()
+    assert live["figures"]["outbox"] == "1" and 41 <= int(live["figures"]["outbox_age"]) <= 60
+    from djqueue.api import report
+    from djqueue.contrib.django.outbox import relay_duty
+
+    assert "outbox" not in report.stats()  # no relay has published anything yet
+    relay_duty()()  # one relay round (the row is a job of nothing: dropped, logged)
+    OutboxJob.objects.create(jid="y", payload="{}", created_at=time.time())
+    relay_duty()()  # the new row is within the grace period: stays, and is counted
+    (line,) = [x for x in report.stats().splitlines() if x.startswith("outbox")]
+    assert line.startswith("outbox     1 (oldest ") and "relay 0s ago" in line
