@@ -58,7 +58,7 @@ def test_an_unknown_key_fails_at_init_app_with_its_name(redis_url: str) -> None:
         ("DJQUEUE_CONCURRENCY", 0, "DJQUEUE_CONCURRENCY: must be a positive integer, got 0"),
         ("DJQUEUE_REDIS_URL", "http://x", "DJQUEUE_REDIS_URL: is not a Redis URL"),
         ("DJQUEUE_QUEUES", ["a b"], "DJQUEUE_QUEUES: queue name must be"),
-        ("DJQUEUE_ENQUEUE_ON_COMMIT", "yes", "DJQUEUE_ENQUEUE_ON_COMMIT: must be True or False"),
+        ("DJQUEUE_ENQUEUE_ON_COMMIT", "yes", "DJQUEUE_ENQUEUE_ON_COMMIT: must be True, False or"),
         ("DJQUEUE_TESTING", "fakes", "DJQUEUE_TESTING: must be 'fake', 'inline' or None"),
         ("DJQUEUE_CONTEXT_KEYS", "tenant", "DJQUEUE_CONTEXT_KEYS: must be a list"),
     ],
