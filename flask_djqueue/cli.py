@@ -66,13 +66,20 @@ def worker(ctx: click.Context) -> None:
 
 
 def _report(command: str, args: list[str]) -> None:
-    _, found = _app()
+    app, found = _app()
     parser = argparse.ArgumentParser(
         prog=f"flask djqueue {command}", description=REPORTS[command] + " (this app's Redis)"
     )
     add_report_arguments(parser)
     try:
-        click.echo(report(command, vars(parser.parse_args(args)), found.settings))
+        options = vars(parser.parse_args(args))
+        outbox = None
+        uses_outbox = found.options.enqueue_on_commit == "outbox" or found.options.outbox_relay
+        if command == "stats" and uses_outbox:
+            from .outbox import stats
+
+            outbox = stats(app)  # from the database: this command has the app
+        click.echo(report(command, options, found.settings, outbox))
     except DjQueueError as exc:
         raise click.ClickException(str(exc)) from None
 

@@ -21,8 +21,13 @@ PREFIX = "DJQUEUE_"
 
 #: The extension's own keys (without the prefix) and their defaults.
 APP_DEFAULTS: dict[str, Any] = {
-    # Pushes inside a SQLAlchemy transaction with pending writes wait for its commit.
+    # Pushes inside a SQLAlchemy transaction with pending writes wait for its commit;
+    # "outbox" writes them to the outbox table in the transaction instead.
     "ENQUEUE_ON_COMMIT": True,
+    # Workers relay the outbox; None: when ENQUEUE_ON_COMMIT is "outbox".
+    "OUTBOX_RELAY": None,
+    # Seconds a new outbox row is left to the process that wrote it before a relay takes it.
+    "OUTBOX_GRACE": 10.0,
     # The header a request id is read from (and written back to the response).
     "REQUEST_ID_HEADER": "X-Request-ID",
     # Context keys that travel with jobs besides request_id, user_id and language.
@@ -39,10 +44,12 @@ TESTING_MODES = ("fake", "inline")
 class AppOptions:
     """The extension's own settings for one app."""
 
-    enqueue_on_commit: bool = True
+    enqueue_on_commit: bool | str = True
     request_id_header: str = "X-Request-ID"
     context_keys: tuple[str, ...] = ()
     testing: str | None = None
+    outbox_relay: bool | None = None
+    outbox_grace: float = 10.0
 
 
 def read(config: Mapping[str, Any]) -> tuple[Settings, AppOptions]:
@@ -70,8 +77,14 @@ def read(config: Mapping[str, Any]) -> tuple[Settings, AppOptions]:
 
 def _options(values: Mapping[str, Any]) -> AppOptions:
     on_commit = values.get("ENQUEUE_ON_COMMIT", True)
-    if not isinstance(on_commit, bool):
-        raise ConfigurationError(PREFIX + "ENQUEUE_ON_COMMIT", "must be True or False")
+    if on_commit not in (True, False, "outbox"):
+        raise ConfigurationError(PREFIX + "ENQUEUE_ON_COMMIT", 'must be True, False or "outbox"')
+    relay = values.get("OUTBOX_RELAY")
+    if relay not in (None, True, False):
+        raise ConfigurationError(PREFIX + "OUTBOX_RELAY", "must be True, False or None")
+    grace = values.get("OUTBOX_GRACE", 10.0)
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not grace >= 0:
+        raise ConfigurationError(PREFIX + "OUTBOX_GRACE", "must be a number of seconds, 0 or more")
     header = values.get("REQUEST_ID_HEADER", "X-Request-ID")
     if not isinstance(header, str) or not header:
         raise ConfigurationError(PREFIX + "REQUEST_ID_HEADER", "must be a header name")
@@ -85,4 +98,4 @@ def _options(values: Mapping[str, Any]) -> AppOptions:
         raise ConfigurationError(
             PREFIX + "TESTING", f"must be 'fake', 'inline' or None, got {testing!r}"
         )
-    return AppOptions(on_commit, header, tuple(keys), testing)
+    return AppOptions(on_commit, header, tuple(keys), testing, relay, float(grace))

@@ -203,7 +203,7 @@ class _Pages:
     # -- pages --------------------------------------------------------------------------------
 
     def index(self) -> Any:
-        found = read_dashboard(self.settings)
+        found = read_dashboard(self.settings, outbox=_outbox())
         return self.render(
             "dashboard.html",
             "Dashboard",
@@ -215,7 +215,7 @@ class _Pages:
 
     def live(self) -> Any:
         try:
-            return jsonify(read_dashboard(self.settings).live())
+            return jsonify(read_dashboard(self.settings, outbox=_outbox()).live())
         except RedisUnavailable as exc:
             return jsonify(error=str(exc)), 503
 
@@ -329,3 +329,12 @@ class _Pages:
             list_url=list_url,
             allowed_actions=permitted(found.actions, self.allowed) if found else [],
         )
+
+
+def _outbox() -> Any:
+    """The current app's outbox figures when it uses the outbox (from its database)."""
+    from flask import current_app
+
+    from .outbox import stats
+
+    return stats(current_app)

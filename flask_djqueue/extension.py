@@ -46,16 +46,20 @@ class DjQueue:
     #: Whether any DjQueue was made in this process (a worker without an app then warns).
     made = False
 
-    def __init__(self, app: Flask | None = None) -> None:
+    def __init__(self, app: Flask | None = None, outbox_engine: Any = None) -> None:
         self._context_hooks: list[ContextHook] = []
         DjQueue.made = True
         if app is not None:
-            self.init_app(app)
+            self.init_app(app, outbox_engine)
 
-    def init_app(self, app: Flask) -> None:
-        """Set djqueue up for ``app``; `djqueue.ConfigurationError` names a bad key."""
+    def init_app(self, app: Flask, outbox_engine: Any = None) -> None:
+        """Set djqueue up for ``app``; `djqueue.ConfigurationError` names a bad key.
+
+        ``outbox_engine``: the SQLAlchemy engine (or a function returning it, called in the
+        app context) whose ``djqueue_outbox`` table workers relay, when it is not
+        Flask-SQLAlchemy's default engine (`flask_djqueue.outbox`)."""
         settings, options = config.read(app.config)
-        state.register(app, state.AppState(self, settings, options))
+        state.register(app, state.AppState(self, settings, options, outbox_engine))
         request_context.install(app)
         if "djqueue" not in app.cli.commands:
             app.cli.add_command(group)

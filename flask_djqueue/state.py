@@ -11,7 +11,7 @@ between tests: the middleware looks the app up on every call.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask, current_app, has_app_context
 
@@ -33,8 +33,17 @@ _apps: weakref.WeakSet[Flask] = weakref.WeakSet()
 class AppState:
     """``app.extensions["djqueue"]``: the app's settings, client and options."""
 
-    def __init__(self, extension: DjQueue, configured: Settings, options: AppOptions) -> None:
+    def __init__(
+        self,
+        extension: DjQueue,
+        configured: Settings,
+        options: AppOptions,
+        outbox_engine: Any = None,
+    ) -> None:
         self.extension = extension
+        #: The engine of the outbox table (or a function returning it), if not
+        #: Flask-SQLAlchemy's default one.
+        self.outbox_engine = outbox_engine
         #: The settings built from the app's config.
         self.configured = configured
         self.options = options

@@ -6,8 +6,10 @@ A client middleware, last in the chain: the rest of the chain (and any middlewar
 stop the push) runs at call time, only the write waits, and the caller gets the jid at once.
 ``.set(on_commit=False)`` or ``DJQUEUE_ENQUEUE_ON_COMMIT = False`` writes at once; the option
 is taken out of the payload here, so it never reaches Redis. Outside an app that uses DjQueue
-the middleware does nothing at all. `flask_djqueue.sessions` knows
-which sessions hold writes and when they end.
+the middleware does nothing at all. ``DJQUEUE_ENQUEUE_ON_COMMIT = "outbox"`` or
+``.set(outbox=True)`` inserts the job as a row of the outbox table through the session instead
+(`flask_djqueue.outbox`): pushed after the commit, relayed by workers if that push failed.
+`flask_djqueue.sessions` knows which sessions hold writes and when they end.
 """
 
 from __future__ import annotations
@@ -27,12 +29,20 @@ class EnqueueOnCommit:
         if state is None:  # not in an app of ours: not ours to decide (Django's, perhaps)
             return call_next()
         on_commit = payload.pop("on_commit", None)
+        use_outbox = payload.pop("outbox", None)
         if on_commit is None:
             on_commit = state.options.enqueue_on_commit
-        if not on_commit:
+        if use_outbox is None:
+            use_outbox = on_commit == "outbox"
+        if not on_commit and not use_outbox:
             return call_next()
         pending = sessions.with_writes()
         if not pending:
             return call_next()
-        sessions.hold(call_next, pending)
+        if use_outbox:
+            from . import outbox
+
+            outbox.write(pending[0], payload, call_next, state)
+        else:
+            sessions.hold(call_next, pending)
         return payload

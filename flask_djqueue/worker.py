@@ -72,7 +72,24 @@ def prepare(sender: Any, **kwargs: Any) -> bool | None:
     _entered = entered
     around.add(entered)
     install_middleware()
+    _relay(app)
     return True
+
+
+def _relay(app: Flask) -> None:
+    """Relay the app's outbox in this worker when it is in use (a duty of the runtime)."""
+    from djqueue.outbox import DUTY
+    from djqueue.worker import duties
+
+    found = state_of(app)
+    if found is None:
+        return
+    from .outbox import relay_duty, relay_enabled
+
+    if relay_enabled(found):
+        duties.add(DUTY, relay_duty(app, found))
+    else:
+        duties.remove(DUTY)
 
 
 def _only_app() -> Flask | None:

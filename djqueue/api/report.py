@@ -10,12 +10,15 @@ import datetime as dt
 
 from ..config import Settings
 from ..lifecycle import JobStatus, status
+from ..outbox import OutboxStats, published
 from .queue import Queue
 from .stats import Stats
 
 
-def stats(settings: Settings | None = None) -> str:
-    """The counters and set sizes of `Stats`, one figure per line."""
+def stats(settings: Settings | None = None, outbox: OutboxStats | None = None) -> str:
+    """The counters and set sizes of `Stats`, one figure per line; then the transactional
+    outbox: ``outbox`` given (a framework command read its database), else as the last relay
+    round published it, with its age (this command sees no database), else nothing."""
     figures = Stats(settings=settings)
     rows = [
         ("processed", figures.processed),
@@ -28,6 +31,13 @@ def stats(settings: Settings | None = None) -> str:
         ("busy", figures.busy),
         ("latency", f"{figures.default_queue_latency:.1f}s (default queue)"),
     ]
+    if outbox is not None:
+        rows.append(("outbox", f"{outbox.size} (oldest {outbox.age_text})"))
+    else:
+        seen = published(settings)
+        if seen is not None:
+            found, age = seen
+            rows.append(("outbox", f"{found.size} (oldest {found.age_text}; relay {age:.0f}s ago)"))
     return "\n".join(f"{label:<10} {value}" for label, value in rows)
 
 

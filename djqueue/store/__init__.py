@@ -9,6 +9,7 @@ to make it happen, the way a Dramatiq broker is the only code that knows its sto
 - `jobs`: push, move to queue, retry later, bury, delete, clear, find (`JobStore`).
 - `working`: take and acknowledge, requeue one job or a dead process's jobs (`WorkingLists`).
 - `status`: a tracked job's status hash, its end, its cancellation (`StatusStore`).
+- `outbox`: the transactional outbox's figures, as the last relay saw them (`OutboxStore`).
 - `processes`: beat, clear, prune, remote signals, counters (`ProcessStore`).
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from .jobs import JobStore
 from .keys import Keys
+from .outbox import OutboxFigures, OutboxStore
 from .processes import SIGNALS, ProcessStore
 from .status import StatusStore
 from .working import WorkingLists, requeue_process, working_index
@@ -24,6 +26,8 @@ __all__ = [
     "SIGNALS",
     "JobStore",
     "Keys",
+    "OutboxFigures",
+    "OutboxStore",
     "ProcessStore",
     "StatusStore",
     "WorkingLists",

@@ -31,6 +31,9 @@ STATUS_IN_FLIGHT_TTL = 30 * 24 * 3600
 CRON_REMEMBER = 24 * 3600
 #: sidekiq-cron's default number of entries in a periodic job's jid history.
 CRON_HISTORY_SIZE = 10
+#: Seconds the outbox figures a relay published stay readable: a relay publishes every
+#: round (about a second), so figures older than this mean no worker relays any more.
+OUTBOX_TTL = 60
 
 
 class Keys:
@@ -64,6 +67,9 @@ class Keys:
         #: sidekiq-cron's set of periodic jobs. Its members are the hash key names without the
         #: namespace (``cron_job:NAME``), as sidekiq-cron under redis-namespace writes them.
         self.cron_jobs = p + "cron_jobs"
+        #: Hash: the transactional outbox as the last relay round saw it (``size``,
+        #: ``oldest`` created_at, ``at``, ``process``), for ``djqueue stats``.
+        self.outbox = p + "outbox"
 
     def queue(self, name: str) -> str:
         return f"{self.prefix}queue:{name}"

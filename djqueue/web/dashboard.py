@@ -3,6 +3,10 @@
 `dashboard` reads the counters in the two pipelined round trips of `djqueue.api.Stats`, the
 history in two MGETs and the server in one INFO. `Dashboard.live` is the same figures as a
 JSON-ready dict, which the page polls to refresh itself without reloading.
+
+The transactional outbox lives in the application's database, which only the framework can
+read: a renderer passes its figures (`djqueue.outbox.OutboxStats`) when the outbox is in use,
+and they show as two more figures, rows waiting and the oldest row's age in seconds.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any
 
 from ..api import RedisInfo, Stats
 from ..config import Settings
+from ..outbox import OutboxStats
 from . import display
 from .chart import history_svg
 
@@ -62,7 +67,11 @@ class Dashboard:
         }
 
 
-def dashboard(settings: Settings | None = None, days: int = HISTORY_DAYS) -> Dashboard:
+def dashboard(
+    settings: Settings | None = None,
+    days: int = HISTORY_DAYS,
+    outbox: OutboxStats | None = None,
+) -> Dashboard:
     stats = Stats(settings=settings)
     figures = [
         Figure("processed", "Processed", stats.processed),
@@ -74,6 +83,10 @@ def dashboard(settings: Settings | None = None, days: int = HISTORY_DAYS) -> Das
         Figure("dead", "Dead", stats.dead_size, "dead"),
         Figure("processes", "Processes", stats.processes_size, "busy"),
     ]
+    if outbox is not None:
+        figures.append(Figure("outbox", "Outbox", outbox.size))
+        age = round(outbox.oldest_age) if outbox.oldest_age is not None else 0
+        figures.append(Figure("outbox_age", "Oldest outbox row (s)", age))
     history = stats.history(days)
     dates = list(reversed(history.dates))
     processed = [history.processed[d] for d in dates]

@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__, config, signals
 from ..config import Settings
@@ -31,6 +31,9 @@ from ..errors import ConfigurationError, DjQueueError
 
 #: Options that map to a Settings field of the same name.
 _SETTING_OPTIONS = ("concurrency", "timeout", "redis_url", "namespace", "tag")
+
+if TYPE_CHECKING:
+    from ..outbox import OutboxStats
 
 
 def add_worker_arguments(
@@ -391,12 +394,15 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespace", default=None, help="prefix of every Redis key")
 
 
-def report(command: str, options: dict[str, Any], settings: Settings) -> str:
-    """What ``stats`` or ``queues`` prints, read with the options on top of ``settings``."""
+def report(
+    command: str, options: dict[str, Any], settings: Settings, outbox: OutboxStats | None = None
+) -> str:
+    """What ``stats`` or ``queues`` prints, read with the options on top of ``settings``
+    (``outbox``: the outbox's figures, when a framework command could read its database)."""
     from ..api import report as reports
 
     effective = effective_settings(options, settings)
-    return reports.stats(effective) if command == "stats" else reports.queues(effective)
+    return reports.stats(effective, outbox) if command == "stats" else reports.queues(effective)
 
 
 def main(argv: list[str] | None = None) -> int:

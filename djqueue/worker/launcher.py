@@ -27,6 +27,7 @@ from ..store import JobStore, Keys
 from .backoff import REDIS_ERRORS, GaveUp, keep_trying, outage
 from .cron_poller import CronPoller
 from .cron_sync import sync as sync_periodic
+from .duties import DutyThread
 from .fetch import Fetcher
 from .heartbeat import Heartbeat, HeartbeatThread
 from .janitor import Janitor, hostname
@@ -76,6 +77,8 @@ class Launcher:
             self.periodic = schedule.declared(s.periodic)
         except (TypeError, ValueError) as exc:
             raise ConfigurationError("periodic", str(exc)) from None
+        #: The frameworks' periodic duties (the outbox relay), read once, here.
+        self.duties = DutyThread(s.poll_interval)
         self.fetcher = Fetcher(self.redis, self.keys, self.identity, s.queues, block_timeout)
         self.manager = Manager(s, self.jobs, self.fetcher, self.stats)
         self.heartbeat = Heartbeat(
@@ -112,7 +115,7 @@ class Launcher:
     def info(self) -> dict[str, Any]:
         """The ``info`` JSON of the process hash (the fields Sidekiq's UI reads)."""
         s = self.settings
-        return {
+        info: dict[str, Any] = {
             "hostname": self.hostname,
             "started_at": self.started_at,
             "pid": os.getpid(),
@@ -126,6 +129,9 @@ class Launcher:
             "version": f"djqueue {__version__}",
             "periodic": [entry.name for entry in self.periodic],
         }
+        if self.duties.duties:
+            info["duties"] = sorted(self.duties.duties)
+        return info
 
     def _after_beat(self) -> None:
         self.manager.tidy()
@@ -160,6 +166,7 @@ class Launcher:
         self.poller.start()
         self.cron_poller.start()
         self.beats.start()
+        self.duties.start()
         if signals.worker_started.receivers:
             signals.worker_started.send(self.identity, info=self.info)
         if first:
@@ -189,6 +196,7 @@ class Launcher:
         pushed = self.manager.stop(deadline, self.forced)
         self.poller.stop()
         self.cron_poller.stop()
+        self.duties.stop()
         self.beats.stop()
         try:
             # Our working-lists entry stays when the push-back failed, so that a live worker

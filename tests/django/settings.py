@@ -80,22 +80,26 @@ def _database() -> dict[str, object]:
     return db
 
 
+_OTHER = os.environ.get("DJQUEUE_TEST_OTHER_DATABASE_NAME") or os.path.join(
+    tempfile.gettempdir(), f"djqueue-django-other-{os.getpid()}.sqlite3"
+)
+
 DATABASES = {
     "default": _database(),
-    # A second database, for the tests of which transaction a push waits for.
+    # A second database (always SQLite), for the tests of which transaction a push waits for,
+    # and for the outbox on SQLite when the default one is PostgreSQL.
     "other": {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.path.join(tempfile.gettempdir(), f"djqueue-django-other-{os.getpid()}.sqlite3"),
-        "TEST": {
-            "NAME": os.path.join(
-                tempfile.gettempdir(), f"djqueue-django-other-{os.getpid()}.sqlite3"
-            )
-        },
+        "NAME": _OTHER,
+        "TEST": {"NAME": _OTHER},
+        "OPTIONS": {"timeout": 20},
     },
 }
 
 # Only the Django app's own keys: the core settings come from the tests' private Redis.
-DJQUEUE = {"ENQUEUE_ON_COMMIT": True, "QUEUES": ["default", "tasks"]}
+DJQUEUE: dict[str, object] = {"ENQUEUE_ON_COMMIT": True, "QUEUES": ["default", "tasks"]}
+if os.environ.get("DJQUEUE_TEST_OUTBOX") == "1":  # a runworker of the outbox tests relays
+    DJQUEUE.update(ENQUEUE_ON_COMMIT="outbox", OUTBOX_GRACE=1.0)
 
 TASKS = {
     "default": {

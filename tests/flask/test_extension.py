@@ -63,7 +63,7 @@ def test_an_unknown_key_fails_at_init_app_with_its_name(redis_url: str) -> None:
             {"nightly": {"cron": "0 3 * * *"}},
             "DJQUEUE_PERIODIC: 'nightly': 'cron' and 'class' are required",
         ),
-        ("DJQUEUE_ENQUEUE_ON_COMMIT", "yes", "DJQUEUE_ENQUEUE_ON_COMMIT: must be True or False"),
+        ("DJQUEUE_ENQUEUE_ON_COMMIT", "yes", "DJQUEUE_ENQUEUE_ON_COMMIT: must be True, False or"),
         ("DJQUEUE_TESTING", "fakes", "DJQUEUE_TESTING: must be 'fake', 'inline' or None"),
         ("DJQUEUE_CONTEXT_KEYS", "tenant", "DJQUEUE_CONTEXT_KEYS: must be a list"),
     ],

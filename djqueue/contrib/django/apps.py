@@ -44,6 +44,22 @@ class DjQueueConfig(AppConfig):
 
             modules.append("tasks")
         discover(dict.fromkeys(modules))
+        djqueue.signals.worker_preparing.connect(prepare_worker)
+
+
+def prepare_worker(sender: Any, **kwargs: Any) -> None:
+    """Receiver of ``worker_preparing``: a worker relays the outbox when it is in use
+    (`djqueue.contrib.django.outbox.relay_enabled`). Only workers do: a web process that
+    merely set Django up relays nothing."""
+    from djqueue.outbox import DUTY
+    from djqueue.worker import duties
+
+    from .outbox import relay_duty, relay_enabled
+
+    if relay_enabled():
+        duties.add(DUTY, relay_duty())
+    else:
+        duties.remove(DUTY)
 
 
 def configure() -> ConfigurationError | None:

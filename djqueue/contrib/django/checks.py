@@ -1,5 +1,6 @@
 """System checks: ``manage.py check`` names a bad ``DJQUEUE`` key, and warns when Redis does not
-answer (a warning, not an error: a web process may start before Redis does)."""
+answer (a warning, not an error: a web process may start before Redis does) or when the outbox
+is in use and nothing relays it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.core import checks
 
 from djqueue.config import Settings
 from djqueue.connection import CONNECTION_ERRORS, make_redis
-from djqueue.errors import ConfigurationError
+from djqueue.errors import ConfigurationError, RedisUnavailable
 
 from . import conf
 
@@ -73,6 +74,7 @@ def _check_redis(settings: Settings) -> list[checks.CheckMessage]:
     client = make_redis(settings.replace(connect_timeout=1.0, socket_timeout=1.0))
     try:
         client.ping()
+        return _check_relay(settings, client)
     except CONNECTION_ERRORS as exc:
         return [
             checks.Warning(
@@ -84,4 +86,68 @@ def _check_redis(settings: Settings) -> list[checks.CheckMessage]:
         ]
     finally:
         client.close()
-    return []
+
+
+#: Seconds after which a row still in the outbox means nothing relays it (the grace period,
+#: then a relay round every second, are far shorter).
+STALE_OUTBOX_SECONDS = 60.0
+
+
+def _outbox_in_use() -> bool:
+    from .outbox import relay_enabled
+
+    return relay_enabled()
+
+
+def _check_relay(settings: Settings, client: Any) -> list[checks.CheckMessage]:
+    """W004: the outbox is in use and Redis answers, but no live worker process says it relays
+    (``"outbox"`` in the ``info["duties"]`` of a process whose heartbeat hash has not expired,
+    i.e. that beat within the last minute): rows a commit leaves behind would stay there. A
+    check runs before workers may have started, so this is a warning."""
+    if not _outbox_in_use():
+        return []
+    from djqueue.api import ProcessSet
+    from djqueue.outbox import DUTY
+
+    try:  # read only: a check prunes nothing
+        processes = ProcessSet(clean=False, settings=settings, redis_client=client).processes()
+    except RedisUnavailable:
+        return []
+    if any(DUTY in (p.info.get("duties") or ()) for p in processes):
+        return []
+    return [
+        checks.Warning(
+            "the outbox is in use but no live djqueue worker relays it: jobs whose push after "
+            "the commit failed stay in the outbox table",
+            hint="Start a worker (manage.py runworker) with the same DJQUEUE settings; it "
+            "relays when ENQUEUE_ON_COMMIT is 'outbox' or OUTBOX_RELAY is True.",
+            obj="settings.DJQUEUE",
+            id="djqueue.W004",
+        )
+    ]
+
+
+@checks.register("djqueue", checks.Tags.database)
+def check_outbox_age(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """W005 (database checks: ``check --database default``, ``migrate``): the oldest outbox
+    row is older than `STALE_OUTBOX_SECONDS`, so whatever relays is not keeping up, or nothing
+    does."""
+    try:
+        if not _outbox_in_use():
+            return []
+        from .outbox import stats
+
+        found = stats()
+    except Exception:  # a bad setting (E001 says so) or a database not migrated yet
+        return []
+    if found is None or found.oldest_age is None or found.oldest_age <= STALE_OUTBOX_SECONDS:
+        return []
+    return [
+        checks.Warning(
+            f"the outbox holds {found.size} job(s), the oldest {found.oldest_age:.0f} s old: "
+            "no worker is relaying them, or Redis refuses them",
+            hint="Start a worker (manage.py runworker) and read its log for 'duty outbox'.",
+            obj="settings.DJQUEUE",
+            id="djqueue.W005",
+        )
+    ]

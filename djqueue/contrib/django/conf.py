@@ -17,8 +17,13 @@ from djqueue.errors import ConfigurationError
 
 #: The Django app's own keys and their defaults.
 APP_DEFAULTS: dict[str, Any] = {
-    # Pushes inside transaction.atomic() wait for the outermost commit.
+    # Pushes inside transaction.atomic() wait for the outermost commit; "outbox" writes them
+    # to the outbox table in the transaction instead (pushed after the commit, or relayed).
     "ENQUEUE_ON_COMMIT": True,
+    # Workers relay the outbox; None: when ENQUEUE_ON_COMMIT is "outbox".
+    "OUTBOX_RELAY": None,
+    # Seconds a new outbox row is left to the process that wrote it before a relay takes it.
+    "OUTBOX_GRACE": 10.0,
     # The header a request id is read from (and written back to the response).
     "REQUEST_ID_HEADER": "X-Request-ID",
     # Module names imported from every installed app at start-up.
@@ -49,8 +54,13 @@ def validate(values: dict[str, Any]) -> Settings:
                 )
             known = ", ".join(sorted(CORE_KEYS | set(APP_DEFAULTS)))
             raise ConfigurationError(str(key), f"unknown DJQUEUE setting (known: {known})")
-    if not isinstance(values.get("ENQUEUE_ON_COMMIT", True), bool):
-        raise ConfigurationError("ENQUEUE_ON_COMMIT", "must be True or False")
+    if values.get("ENQUEUE_ON_COMMIT", True) not in (True, False, "outbox"):
+        raise ConfigurationError("ENQUEUE_ON_COMMIT", 'must be True, False or "outbox"')
+    if values.get("OUTBOX_RELAY") not in (None, True, False):
+        raise ConfigurationError("OUTBOX_RELAY", "must be True, False or None")
+    grace = values.get("OUTBOX_GRACE", 10.0)
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not grace >= 0:
+        raise ConfigurationError("OUTBOX_GRACE", "must be a number of seconds, 0 or more")
     header = values.get("REQUEST_ID_HEADER", "X-Request-ID")
     if not isinstance(header, str) or not header:
         raise ConfigurationError("REQUEST_ID_HEADER", "must be a header name")

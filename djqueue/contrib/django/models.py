@@ -1,4 +1,5 @@
-"""No tables: the jobs live in Redis. These unmanaged models exist for the admin.
+"""The jobs live in Redis: the unmanaged models below exist for the admin. The one table is
+the optional transactional outbox (`OutboxJob`).
 
 `Job` carries djqueue's permissions: ``djqueue.view_job`` to see the pages, ``change_job`` to
 retry, run, kill, quiet and stop, ``delete_job`` to delete jobs and clear queues. The other
@@ -58,3 +59,23 @@ class Busy(_Page):
 class PeriodicJob(_Page):
     class Meta(_Page.Meta):
         verbose_name, verbose_name_plural = "periodic job", "periodic"
+
+
+class OutboxJob(models.Model):
+    """A job written in the same transaction as the data it belongs to (the transactional
+    outbox, ``ENQUEUE_ON_COMMIT: "outbox"``), until it is pushed to Redis.
+
+    The only table djqueue creates (migration 0003). ``payload`` is the job's JSON as it will
+    be pushed; ``run_at`` its scheduled time, if any; ``created_at`` the writing host's clock
+    (epoch seconds), which keeps relays off a row for a short grace period.
+    """
+
+    jid = models.CharField(max_length=64)
+    payload = models.TextField()
+    run_at = models.FloatField(null=True, blank=True)
+    created_at = models.FloatField(db_index=True)
+
+    class Meta:
+        db_table = "djqueue_outbox"
+        default_permissions = ()
+        verbose_name = "outbox job"

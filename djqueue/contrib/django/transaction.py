@@ -9,6 +9,10 @@ all of those have committed. ``.set(on_commit=False)`` or ``DJQUEUE["ENQUEUE_ON_
 False`` writes at once. Both options are taken out of the payload here, so they never reach
 Redis.
 
+``DJQUEUE["ENQUEUE_ON_COMMIT"] = "outbox"`` or ``.set(outbox=True)`` writes the job to the
+outbox table in the transaction instead (`djqueue.contrib.django.outbox`), so a commit can no
+longer lose it; ``.set(outbox=False)`` turns that off for one push.
+
 Jobs held in one batch (``perform_bulk``) are written together at commit, one round trip per
 batch, through `djqueue.client.batched`.
 """
@@ -22,7 +26,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from djqueue.client import batched, current_batch
 
-from . import conf
+from . import conf, outbox
 
 
 class EnqueueOnCommit:
@@ -32,16 +36,22 @@ class EnqueueOnCommit:
         self, job: str, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
     ) -> Any:
         on_commit = payload.pop("on_commit", None)
+        use_outbox = payload.pop("outbox", None)
         using = payload.pop("using", None)
         if on_commit is None:
             on_commit = conf.option("ENQUEUE_ON_COMMIT")
-        if not on_commit:
+        if use_outbox is None:
+            use_outbox = on_commit == "outbox"
+        if not on_commit and not use_outbox:
             return call_next()
         aliases = [using] if using else _open_aliases()
         pending = [alias for alias in aliases if connections[alias].in_atomic_block]
         if not pending:
             return call_next()
-        _hold(call_next, pending)
+        if use_outbox:
+            outbox.write(payload, call_next, pending[0])
+        else:
+            _hold(call_next, pending)
         return payload
 
 

@@ -25,6 +25,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from djqueue.errors import RedisUnavailable
+from djqueue.outbox import OutboxStats
 from djqueue.web import assets, forms
 from djqueue.web import busy as web_busy
 from djqueue.web import periodic as web_periodic
@@ -97,9 +98,16 @@ def unavailable(page: PageAdmin, request: HttpRequest, error: RedisUnavailable) 
 # -- dashboard --------------------------------------------------------------------------------
 
 
+def _outbox() -> OutboxStats | None:
+    """The outbox's figures when it is in use (rows in the database, not Redis)."""
+    from .outbox import relay_enabled, stats
+
+    return stats() if relay_enabled() else None
+
+
 def dashboard(page: PageAdmin, request: HttpRequest) -> HttpResponse:
     _need(page, request)
-    found = read_dashboard()
+    found = read_dashboard(outbox=_outbox())
     models = {**MODEL, "queues": "queue", "busy": "busy"}
     return render(
         page,
@@ -119,7 +127,7 @@ def dashboard(page: PageAdmin, request: HttpRequest) -> HttpResponse:
 def dashboard_live(page: PageAdmin, request: HttpRequest) -> HttpResponse:
     _need(page, request)
     try:
-        return JsonResponse(read_dashboard().live())
+        return JsonResponse(read_dashboard(outbox=_outbox()).live())
     except RedisUnavailable as exc:
         return JsonResponse({"error": str(exc)}, status=503)
 

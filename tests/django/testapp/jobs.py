@@ -32,6 +32,20 @@ def mark_order(order_id: int) -> None:
 
 
 @djqueue.job
+def mark_order_in(database: str, order_id: int) -> None:
+    """mark_order for a row in any database (the outbox tests run on both)."""
+    order = Order.objects.using(database).get(pk=order_id)
+    Order.objects.using(database).filter(pk=order_id).update(seen_by_job=True)
+    record("order", order_id=order_id, name=order.name, database=database)
+
+
+@djqueue.job
+def note(number: int) -> None:
+    """Reports its number: the outbox tests count how often each job ran."""
+    record("note", number=number, jid=djqueue.current_job()["jid"])
+
+
+@djqueue.job
 def report_context(label: str) -> None:
     logger.info("reporting %s", label)
     record(

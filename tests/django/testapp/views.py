@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 
-from .jobs import mark_order, report_context
+from .jobs import mark_order, mark_order_in, report_context
 from .models import Order
 
 
@@ -18,3 +18,12 @@ def create_order(request: HttpRequest) -> JsonResponse:
 def push_context(request: HttpRequest) -> JsonResponse:
     jid = report_context.perform_later(request.GET.get("label", "view"))
     return JsonResponse({"jid": jid, "request_id": request.request_id})  # type: ignore[attr-defined]
+
+
+def create_order_outbox(request: HttpRequest) -> JsonResponse:
+    """create_order through the outbox, in the database named by ``db``."""
+    database = request.POST.get("db", "default")
+    with transaction.atomic(using=database):
+        order = Order.objects.using(database).create(name=request.POST.get("name", "order"))
+        jid = mark_order_in.set(outbox=True, using=database).perform_later(database, order.pk)
+    return JsonResponse({"id": order.pk, "jid": jid})

@@ -1,0 +1,195 @@
+"""The transactional outbox for Django: the job is a row of ``djqueue_outbox``, written in the
+transaction of the data, pushed after the commit, and relayed by workers when that push did not
+happen (see `djqueue.outbox` for the design shared with flask_djqueue).
+
+Which database: the one named by ``.set(using=)``, else the default database when it is in an
+atomic block, else the first connection of this thread that is. The row commits or rolls back
+with that database's transaction, and the push after the commit waits for that database only.
+
+The rows of one transaction (same savepoint) share one on-commit callback: one Redis round trip
+and one DELETE for all of them, as enqueue-on-commit writes a held batch.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.db import DatabaseError, connections, router, transaction
+
+from djqueue import config, outbox
+from djqueue.client import batched
+from djqueue.outbox import OutboxStats, Row
+from djqueue.payload import Payload
+
+from . import conf
+
+#: Rows deleted per statement (SQLite's limit on bound variables was 999 before 3.32).
+DELETE_CHUNK = 500
+
+
+def _model() -> Any:
+    from .models import OutboxJob
+
+    return OutboxJob
+
+
+def write(payload: Payload, call_next: Callable[[], Any], alias: str) -> None:
+    """Insert the job's row in ``alias``'s open transaction; push it once that commits."""
+    row = (
+        _model()
+        .objects.using(alias)
+        .create(
+            jid=payload["jid"],
+            payload=outbox.row_text(payload, config.get_settings()),
+            run_at=payload.get("at"),
+            created_at=time.time(),
+        )
+    )
+    _on_commit(row.pk, call_next, alias)
+
+
+class _Flush:
+    """The on-commit callback of one transaction's rows: push them all, then delete them."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        self.rows: list[tuple[int, Callable[[], Any]]] = []
+
+    def __call__(self) -> None:
+        def push() -> None:
+            with batched():
+                for _, call in self.rows:
+                    call()
+
+        outbox.push_then_forget(push, lambda: delete(self.alias, [pk for pk, _ in self.rows]))
+
+
+def _on_commit(pk: int, call: Callable[[], Any], alias: str) -> None:
+    """Join the previous row's callback when it belongs to the same savepoint (so it shares
+    its fate); otherwise register a new one."""
+    connection = connections[alias]
+    last = connection.run_on_commit[-1] if connection.run_on_commit else None
+    same_savepoint = last is not None and last[0] == set(connection.savepoint_ids)
+    if last is not None and same_savepoint and isinstance(last[1], _Flush):
+        last[1].rows.append((pk, call))
+        return
+    flush = _Flush(alias)
+    flush.rows.append((pk, call))
+    transaction.on_commit(flush, using=alias)
+
+
+def delete(alias: str, pks: list[int]) -> None:
+    model = _model()
+    for start in range(0, len(pks), DELETE_CHUNK):
+        model.objects.using(alias).filter(pk__in=pks[start : start + DELETE_CHUNK]).delete()
+
+
+# -- the relay ------------------------------------------------------------------------------
+
+
+class DatabaseSource:
+    """`djqueue.outbox.Source` for one database alias."""
+
+    def __init__(self, alias: str) -> None:
+        self.name = alias
+
+    @contextmanager
+    def claim(self, cutoff: float, limit: int) -> Iterator[list[Row]]:
+        """Rows before ``cutoff``, deleted in a transaction that commits when the block ends.
+
+        PostgreSQL, MySQL 8 and Oracle: ``SELECT ... FOR UPDATE SKIP LOCKED``, so relays
+        running at once take different rows. Databases without it (SQLite) take the write lock
+        first, with a statement that changes nothing: a second relay waits for the first to
+        commit (up to the connection's busy timeout) and then finds the rows gone.
+        """
+        model = _model()
+        features = connections[self.name].features
+        with transaction.atomic(using=self.name):
+            rows = model.objects.using(self.name).filter(created_at__lt=cutoff).order_by("pk")
+            if features.has_select_for_update_skip_locked:
+                rows = rows.select_for_update(skip_locked=True)
+            elif features.has_select_for_update:
+                rows = rows.select_for_update()
+            else:
+                model.objects.using(self.name).filter(pk__lt=0).update(jid="")
+            claimed = [Row(pk, text) for pk, text in rows.values_list("pk", "payload")[:limit]]
+            delete(self.name, [row.id for row in claimed])
+            yield claimed
+
+    def figures(self) -> tuple[int, float | None]:
+        from django.db.models import Count, Min
+
+        found = _model().objects.using(self.name).aggregate(n=Count("pk"), oldest=Min("created_at"))
+        return int(found["n"] or 0), found["oldest"]
+
+
+def sources() -> list[DatabaseSource]:
+    """A source per database the outbox table may live in (the routers allow migrating it)
+    and does: an alias without the table (not migrated) is skipped."""
+    model = _model()
+    found = []
+    for alias in connections:
+        if not router.allow_migrate_model(alias, model):
+            continue
+        if alias not in _with_table:
+            try:
+                tables = connections[alias].introspection.table_names()
+            except DatabaseError:
+                continue
+            finally:
+                connections[alias].close_if_unusable_or_obsolete()
+            if model._meta.db_table not in tables:
+                continue
+            _with_table.add(alias)
+        found.append(DatabaseSource(alias))
+    return found
+
+
+_with_table: set[str] = set()
+
+
+def relay_enabled() -> bool:
+    """Whether workers relay: ``OUTBOX_RELAY``, or when unset, whether the outbox is the
+    setting (``ENQUEUE_ON_COMMIT: "outbox"``)."""
+    relay = conf.option("OUTBOX_RELAY")
+    if relay is None:
+        return bool(conf.option("ENQUEUE_ON_COMMIT") == "outbox")
+    return bool(relay)
+
+
+def relay_duty() -> Callable[[], bool]:
+    """The workers' relay duty: one round over every source, the thread's connections closed
+    when unusable or too old afterwards, as the server middleware does around jobs."""
+    duty = outbox.relay_duty(
+        sources,
+        grace=float(conf.option("OUTBOX_GRACE")),
+        identity=lambda: f"{socket.gethostname()}:{os.getpid()}",
+    )
+
+    def relay() -> bool:
+        try:
+            return duty()
+        finally:
+            for connection in connections.all(initialized_only=True):
+                connection.close_if_unusable_or_obsolete()
+
+    return relay
+
+
+def stats() -> OutboxStats | None:
+    """Rows waiting across every database that has the table; None when there is none."""
+    found = sources()
+    if not found:
+        return None
+    size, oldest = 0, None
+    for source in found:
+        count, first = source.figures()
+        size += count
+        if first is not None and (oldest is None or first < oldest):
+            oldest = first
+    return OutboxStats.of(size, oldest)

@@ -1,0 +1,197 @@
+"""The transactional outbox, the part no framework owns.
+
+With enqueue-on-commit a job is pushed after its data commits; if Redis cannot be reached at
+that moment the job is lost while the data stays. With the outbox, the push writes a row (the
+job's JSON) into a table in the same database transaction as the data instead; after the
+commit the pushing process pushes the job at once and deletes the row, and rows left behind
+(Redis was down, the process died in between) are pushed by the workers' relay duty. The
+Django app and flask_djqueue own the table and the transactions; this module holds what they
+share: the row's text, the push of claimed rows, the relay round, and the figures.
+
+A row younger than ``grace`` seconds is left to the process that wrote it: its own push after
+the commit is normally done within milliseconds, and a relay taking the row meanwhile would
+push the job twice. The grace must outlast that push's worst case (connect and socket
+timeouts, 2 + 5 s by default), hence 10 s. Times are the writing and the relaying hosts' wall
+clocks, which must agree to well within the grace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from .client import Client, get_client
+from .config import Settings
+from .errors import PayloadTooLarge
+from .payload import Payload, dumps
+
+logger = logging.getLogger("djqueue.outbox")
+
+#: The relay duty's name, in a worker's ``info["duties"]``.
+DUTY = "outbox"
+#: Seconds a row is left to the process that wrote it before a relay may take it.
+GRACE_SECONDS = 10.0
+#: Rows a relay claims, pushes (one Redis round trip) and deletes per transaction.
+BATCH_SIZE = 500
+
+
+@dataclass(frozen=True)
+class Row:
+    """One outbox row as a relay claims it: its primary key and the job's JSON."""
+
+    id: int
+    payload: str
+
+
+@dataclass(frozen=True)
+class OutboxStats:
+    """Rows waiting in the outbox and the age of the oldest (None when empty), in seconds."""
+
+    size: int
+    oldest_age: float | None
+
+    @classmethod
+    def of(cls, size: int, oldest: float | None, now: float | None = None) -> OutboxStats:
+        """From a count and the oldest row's ``created_at`` (epoch seconds)."""
+        if oldest is None or not size:
+            return cls(size, None)
+        return cls(size, max(0.0, (time.time() if now is None else now) - oldest))
+
+    @property
+    def age_text(self) -> str:
+        return "-" if self.oldest_age is None else f"{self.oldest_age:.1f}s"
+
+
+class Source(Protocol):
+    """One outbox table, as a framework reaches it."""
+
+    name: str
+
+    def claim(self, cutoff: float, limit: int) -> AbstractContextManager[list[Row]]:
+        """A database transaction holding up to ``limit`` rows created before ``cutoff``,
+        oldest first, already deleted in it, and taken by nobody else (``SELECT ... FOR
+        UPDATE SKIP LOCKED`` where the database has it); committed when the block ends,
+        rolled back if it raises."""
+
+    def figures(self) -> tuple[int, float | None]:
+        """The row count and the oldest row's ``created_at``."""
+
+
+def row_text(payload: Payload, settings: Settings) -> str:
+    """The JSON a row keeps: the payload as the client would push it (``at`` included).
+    A job too large to push is refused now, while the caller can still see the error."""
+    text = dumps(payload)
+    limit = settings.max_payload_bytes
+    if len(text) * 4 > limit and len(text.encode()) > limit:
+        raise PayloadTooLarge(payload["class"], len(text.encode()), limit)
+    return text
+
+
+def decode(rows: list[Row]) -> list[Payload]:
+    """The payloads of claimed rows; a row that is not a job object is logged and dropped
+    (only djqueue writes rows, so this is a row edited by hand)."""
+    payloads = []
+    for row in rows:
+        try:
+            payload = json.loads(row.payload)
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict) or not isinstance(payload.get("class"), str):
+            logger.error("outbox row %s is not a job; dropped: %.200s", row.id, row.payload)
+            continue
+        payloads.append(payload)
+    return payloads
+
+
+def push_rows(rows: list[Row], client: Client | None = None) -> None:
+    """Push the jobs of ``rows`` in one round trip (raises `RedisUnavailable` if it failed)."""
+    payloads = decode(rows)
+    if payloads:
+        (client or get_client()).raw_push(payloads)
+
+
+def relay_round(
+    source: Source,
+    grace: float = GRACE_SECONDS,
+    limit: int = BATCH_SIZE,
+    client: Client | None = None,
+) -> int:
+    """Claim, push and delete one batch of rows older than ``grace``; returns how many.
+
+    The rows are deleted inside the claim's transaction before the push, and the push happens
+    before the commit: a push that fails rolls the deletion back; a commit that fails after a
+    push leaves the rows to be pushed again (at least once).
+    """
+    with source.claim(time.time() - grace, limit) as rows:
+        if rows:
+            push_rows(rows, client)
+    return len(rows)
+
+
+def relay_duty(
+    sources: Callable[[], Sequence[Source]],
+    grace: float = GRACE_SECONDS,
+    limit: int = BATCH_SIZE,
+    identity: Callable[[], str] = lambda: "",
+) -> Callable[[], bool]:
+    """A worker duty (`djqueue.worker.duties`): one relay round per source, then the figures
+    published for ``djqueue stats``; True (go on at once) when a batch was full."""
+
+    def relay() -> bool:
+        full = False
+        size, oldest = 0, None
+        for source in sources():
+            full = relay_round(source, grace, limit) == limit or full
+            count, first = source.figures()
+            size += count
+            if first is not None and (oldest is None or first < oldest):
+                oldest = first
+        publish(size, oldest, identity())
+        return full
+
+    return relay
+
+
+def publish(size: int, oldest: float | None, process: str, client: Client | None = None) -> None:
+    from .store import OutboxFigures, OutboxStore
+
+    client = client or get_client()
+    figures = OutboxFigures(size, oldest, time.time(), process)
+    OutboxStore(client.redis, client.keys).publish(figures)
+
+
+def published(settings: Settings | None = None) -> tuple[OutboxStats, float] | None:
+    """The figures the last relay round published and their age in seconds, or None when no
+    relay has published for a minute (``djqueue stats`` shows this: it sees no database)."""
+    from .client import client_for
+    from .config import get_settings
+    from .store import OutboxStore
+
+    client = client_for(settings or get_settings())
+    figures = OutboxStore(client.redis, client.keys).read()
+    if figures is None:
+        return None
+    now = time.time()
+    return OutboxStats.of(figures.size, figures.oldest, now), max(0.0, now - figures.at)
+
+
+def push_then_forget(write: Callable[[], object], forget: Callable[[], object]) -> bool:
+    """After a commit: push (``write``), then delete the rows (``forget``). Nothing raises to
+    the committing code, whose data is safe either way: a push that fails leaves the rows to
+    the relay (logged as a warning), a delete that fails leaves rows a relay pushes again.
+    Returns whether the push went through."""
+    try:
+        write()
+    except Exception as exc:
+        logger.warning("outbox: push after commit failed (%s); a worker's relay will push it", exc)
+        return False
+    try:
+        forget()
+    except Exception as exc:
+        logger.warning("outbox: could not delete pushed rows (%s); they will be pushed again", exc)
+    return True

@@ -1,0 +1,307 @@
+"""The transactional outbox on a real database (the default one, PostgreSQL when DATABASE_URL
+is set, and the always-SQLite "other" one) and a real Redis, with real worker processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.core import checks
+from django.db import connections, transaction
+from django.test import override_settings
+
+import djqueue
+from djqueue.client import Client
+from djqueue.contrib.django.models import OutboxJob
+from djqueue.outbox import DUTY
+from djqueue.worker import duties
+from tests.django.conftest import queued, seen
+from tests.django.test_runworker import ROOT
+from tests.django.testapp.jobs import mark_order_in, note
+from tests.django.testapp.models import Order
+from tests.redis_server import RedisServer
+
+DATABASES = ["default", "other"]
+pytestmark = pytest.mark.django_db(transaction=True, databases=DATABASES)
+OUTBOX = {"ENQUEUE_ON_COMMIT": "outbox", "QUEUES": ["default", "tasks"], "OUTBOX_GRACE": 1.0}
+
+
+@pytest.fixture(params=DATABASES)
+def db(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def rows(db: str) -> list[OutboxJob]:
+    return list(OutboxJob.objects.using(db).order_by("pk"))
+
+
+def start_worker(redis_url: str, log: Path) -> subprocess.Popen[bytes]:
+    """A runworker process relaying the outbox (grace 1 s) of both test databases."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.django.settings",
+        "DJQUEUE_REDIS_URL": redis_url,
+        "DJQUEUE_TEST_DATABASE_NAME": str(connections["default"].settings_dict["NAME"]),
+        "DJQUEUE_TEST_OTHER_DATABASE_NAME": str(connections["other"].settings_dict["NAME"]),
+        "DJQUEUE_TEST_OUTBOX": "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "django", "runworker", "-c", "4", "-q", "default"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Worker processes a test starts; each stopped with TERM afterwards, exit 0 expected."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        process.send_signal(signal.SIGTERM)
+    for process in started:
+        assert process.wait(30) == 0
+
+
+def wait_for(predicate, timeout: float = 40, what: str = "", log: Path | None = None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    text = log.read_text(errors="replace") if log and log.exists() else ""
+    raise AssertionError(f"{what} not seen within {timeout} s\n{text}")
+
+
+# -- in one process ---------------------------------------------------------------------------
+
+
+def test_commit_pushes_at_once_and_deletes_the_row(r, db):
+    with transaction.atomic(using=db):
+        order = Order.objects.using(db).create(name="a")
+        jid = mark_order_in.set(outbox=True, using=db).perform_later(db, order.pk)
+        assert queued(r) == []
+        (row,) = rows(db)  # written in the transaction, visible to it
+        assert row.jid == jid and json.loads(row.payload)["args"] == [db, order.pk]
+    assert [(j["jid"], j["args"]) for j in queued(r)] == [(jid, [db, order.pk])]
+    assert "outbox" not in queued(r)[0] and "using" not in queued(r)[0]
+    assert rows(db) == []
+
+
+def test_rollback_leaves_no_row_and_no_job(r, db):
+    with pytest.raises(ValueError), transaction.atomic(using=db):
+        Order.objects.using(db).create(name="gone")
+        mark_order_in.set(outbox=True, using=db).perform_later(db, 1)
+        raise ValueError("roll back")
+    assert rows(db) == [] and queued(r) == []
+    assert not Order.objects.using(db).exists()
+
+
+def test_a_rolled_back_savepoint_drops_only_its_rows(r, db):
+    outboxed = note.set(outbox=True, using=db)
+    with transaction.atomic(using=db):
+        outboxed.perform_later(1)
+        try:
+            with transaction.atomic(using=db):
+                outboxed.perform_later(2)
+                raise ValueError
+        except ValueError:
+            pass
+        outboxed.perform_later(3)
+    assert [j["args"] for j in queued(r)] == [[1], [3]]
+    assert rows(db) == []
+
+
+@override_settings(DJQUEUE=OUTBOX)
+def test_the_setting_turns_it_on_and_outbox_false_off_for_one_push(r):
+    with transaction.atomic():
+        note.perform_later(1)
+        note.set(outbox=False).perform_later(2)
+        assert [json.loads(row.payload)["args"] for row in rows("default")] == [[1]]
+    assert sorted(j["args"][0] for j in queued(r)) == [1, 2]
+    assert rows("default") == []
+
+
+@override_settings(DJQUEUE=OUTBOX)
+def test_outside_a_transaction_it_pushes_at_once(r):
+    jid = note.perform_later(5)
+    assert [j["jid"] for j in queued(r)] == [jid] and rows("default") == []
+
+
+@override_settings(DJQUEUE=OUTBOX)
+def test_a_scheduled_job_keeps_its_time(r):
+    with transaction.atomic():
+        jid = note.perform_in(3600, 1)
+        (row,) = rows("default")
+        assert row.run_at is not None and row.run_at > time.time() + 3500
+    assert [json.loads(m)["jid"] for m in r.zrange("schedule", 0, -1)] == [jid]
+
+
+@override_settings(DJQUEUE=OUTBOX)
+def test_redis_down_at_commit_keeps_the_row_and_the_view_succeeds(client, db):
+    own = RedisServer().start()
+    djqueue.configure(redis_url=own.url)
+    own.stop()
+    response = client.post("/orders/outbox/", {"name": "kept", "db": db})
+    assert response.status_code == 200
+    order = Order.objects.using(db).get(pk=response.json()["id"])
+    assert order.name == "kept"
+    assert [row.jid for row in rows(db)] == [response.json()["jid"]]
+    own.close()
+
+
+# -- with real worker processes ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+@override_settings(DJQUEUE=OUTBOX)
+def test_redis_stopped_before_the_commit_the_job_runs_once_redis_is_back(
+    client, db, workers, tmp_path
+):
+    own = RedisServer()
+    own.start()
+    djqueue.configure(redis_url=own.url)
+    own.stop()
+    response = client.post("/orders/outbox/", {"name": "late", "db": db})
+    assert response.status_code == 200  # no error reached the view
+    order_id = response.json()["id"]
+    assert Order.objects.using(db).filter(pk=order_id).exists()
+    assert len(rows(db)) == 1
+    own.start()  # same port: Redis is back, empty
+    log = tmp_path / "worker.log"
+    workers.append(start_worker(own.url, log))
+    r = own.client(decode_responses=True)
+    (report,) = wait_for(lambda: seen(r, "order"), what="the relayed job", log=log)
+    assert report == {"kind": "order", "order_id": order_id, "name": "late", "database": db}
+    assert Order.objects.using(db).get(pk=order_id).seen_by_job is True
+    wait_for(lambda: not rows(db), what="the row deleted", log=log)
+    r.close()
+    own.close()
+
+
+KILLED_VIEW = """
+import os, signal, sys
+import django
+django.setup()
+from django.db import transaction
+import djqueue
+from tests.django.testapp.jobs import mark_order_in
+from tests.django.testapp.models import Order
+db = sys.argv[1]
+with transaction.atomic(using=db):
+    order = Order.objects.using(db).create(name="orphan")
+    # Runs after the commit, before the outbox's own push (callbacks run in order).
+    transaction.on_commit(lambda: os.kill(os.getpid(), signal.SIGKILL), using=db)
+    mark_order_in.set(outbox=True, using=db).perform_later(db, order.pk)
+print("not reached", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_kill_9_between_commit_and_push_the_job_still_runs(r, redis_url, db, workers, tmp_path):
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.django.settings",
+        "DJQUEUE_REDIS_URL": redis_url,
+        "DJQUEUE_TEST_DATABASE_NAME": str(connections["default"].settings_dict["NAME"]),
+        "DJQUEUE_TEST_OTHER_DATABASE_NAME": str(connections["other"].settings_dict["NAME"]),
+        "PYTHONPATH": str(ROOT),
+    }
+    web = subprocess.run(
+        [sys.executable, "-c", KILLED_VIEW, db], cwd=ROOT, env=env, capture_output=True
+    )
+    assert web.returncode == -signal.SIGKILL, web.stderr.decode()
+    assert b"not reached" not in web.stdout
+    (order,) = Order.objects.using(db).all()
+    assert len(rows(db)) == 1 and queued(r) == []  # committed, never pushed
+    log = tmp_path / "worker.log"
+    workers.append(start_worker(redis_url, log))
+    (report,) = wait_for(lambda: seen(r, "order"), what="the relayed job", log=log)
+    assert report["order_id"] == order.pk
+    wait_for(lambda: not rows(db), what="the row deleted", log=log)
+
+
+@pytest.mark.slow
+def test_two_workers_relay_1000_rows_each_pushed_once(r, redis_url, db, workers, tmp_path):
+    client = Client()
+    old = time.time() - 60
+    payloads = [client.normalize({"class": note.job_name, "args": [n]}) for n in range(1000)]
+    OutboxJob.objects.using(db).bulk_create(
+        OutboxJob(jid=p["jid"], payload=json.dumps(p), created_at=old) for p in payloads
+    )
+    logs = [tmp_path / "worker0.log", tmp_path / "worker1.log"]
+    workers.extend(start_worker(redis_url, log) for log in logs)
+    wait_for(lambda: len(seen(r, "note")) >= 1000, timeout=90, what="1000 jobs", log=logs[0])
+    time.sleep(2)  # a second push of any row would show up by now
+    reports = seen(r, "note")
+    assert sorted(x["number"] for x in reports) == list(range(1000))
+    assert len({x["jid"] for x in reports}) == 1000
+    assert rows(db) == []
+    assert r.llen("queue:default") == 0 and r.zcard("retry") == 0
+
+
+# -- checks and figures -----------------------------------------------------------------------
+
+
+def outbox_warnings() -> list[str]:
+    return [
+        m.id
+        for m in checks.run_checks(tags=["djqueue"], include_deployment_checks=False)
+        if m.id in ("djqueue.W004", "djqueue.W005")
+    ]
+
+
+def test_check_warns_when_no_worker_relays(worker, redis_url):
+    with override_settings(DJQUEUE={**OUTBOX, "REDIS_URL": redis_url}):
+        assert outbox_warnings() == ["djqueue.W004"]
+        worker()  # a worker that does not relay
+        assert outbox_warnings() == ["djqueue.W004"]
+        duties.add(DUTY, lambda: False)
+        try:
+            worker()
+        finally:
+            duties.remove(DUTY)
+        assert outbox_warnings() == []
+
+
+def test_no_outbox_no_warning(redis_url):
+    with override_settings(DJQUEUE={"QUEUES": ["default", "tasks"], "REDIS_URL": redis_url}):
+        assert outbox_warnings() == []
+
+
+@override_settings(DJQUEUE=OUTBOX)
+def test_database_check_warns_about_an_old_row(db):
+    OutboxJob.objects.using(db).create(jid="x", payload="{}", created_at=time.time() - 120)
+    found = [m for m in checks.run_checks(tags=["djqueue", "database"], databases=DATABASES)]
+    (warning,) = [m for m in found if m.id == "djqueue.W005"]
+    assert "1 job(s), the oldest 12" in warning.msg
+
+
+@override_settings(DJQUEUE=OUTBOX)
+def test_admin_dashboard_and_djqueue_stats_show_the_outbox(admin_client, r, redis_url):
+    OutboxJob.objects.create(jid="x", payload="{}", created_at=time.time() - 42)
+    page = admin_client.get("/admin/djqueue/dashboard/").content.decode()
+    assert "Outbox" in page and "Oldest outbox row (s)" in page
+    live = admin_client.get("/admin/djqueue/dashboard/live/").json()
+    assert live["figures"]["outbox"] == "1" and 41 <= int(live["figures"]["outbox_age"]) <= 60
+    from djqueue.api import report
+    from djqueue.contrib.django.outbox import relay_duty
+
+    assert "outbox" not in report.stats()  # no relay has published anything yet
+    relay_duty()()  # one relay round (the row is a job of nothing: dropped, logged)
+    OutboxJob.objects.create(jid="y", payload="{}", created_at=time.time())
+    relay_duty()()  # the new row is within the grace period: stays, and is counted
+    (line,) = [x for x in report.stats().splitlines() if x.startswith("outbox")]
+    assert line.startswith("outbox     1 (oldest ") and "relay 0s ago" in line
