@@ -29,7 +29,7 @@ def worker(redis_url: str, tmp_path: Path) -> Iterator[Path]:
     yield from runworker(redis_url, tmp_path / "worker.log")
 
 
-def runworker(redis_url: str, log: Path, **extra_env: str) -> Iterator[Path]:
+def runworker(redis_url: str, log: Path, *args: str, **extra_env: str) -> Iterator[Path]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.django.settings",
@@ -51,6 +51,7 @@ def runworker(redis_url: str, log: Path, **extra_env: str) -> Iterator[Path]:
                 "default",
                 "-q",
                 "tasks",
+                *args,
             ],
             cwd=ROOT,
             env=env,
@@ -87,6 +88,19 @@ def test_the_job_sees_the_row_its_view_created(client, r, worker):
     assert report == {"kind": "order", "order_id": order_id, "name": "first"}
     assert Order.objects.get(pk=order_id).seen_by_job is True
     assert r.zcard("retry") == 0  # it found the row on its first try
+
+
+def test_two_worker_processes_each_with_its_own_database_connection(client, r, redis_url, tmp_path):
+    log = tmp_path / "swarm.log"
+    running = runworker(redis_url, log, "--processes", "2")
+    next(running)
+    ids = [client.post("/orders/", {"name": f"o{n}"}).json()["id"] for n in range(20)]
+    reports = wait_for(r, "order", count=20, log=log)
+    assert sorted(report["order_id"] for report in reports) == sorted(ids)
+    assert Order.objects.filter(seen_by_job=True).count() == 20
+    assert log.read_text().count("djqueue 0.1.0 starting") == 2
+    with pytest.raises(StopIteration):  # TERM, and the swarm exits 0
+        next(running)
 
 
 def test_request_context_and_log_lines_in_the_worker(client, r, worker):

@@ -115,6 +115,29 @@ def test_flask_djqueue_worker_honours_its_flags_and_runs_jobs_in_the_app_context
     assert signals == ["shop.confirm_order in shop"]  # the receiver saw current_app
 
 
+def test_two_worker_processes_use_db_session_each_with_its_own_connections(
+    run: Any, app: flask.Flask, r: redis.Redis, redis_url: str, database: str
+) -> None:
+    web = create_app(
+        SQLALCHEMY_DATABASE_URI=database,
+        DJQUEUE_REDIS_URL=redis_url,
+        DJQUEUE_DEFAULT_QUEUE="orders",
+    )
+    worker = run(
+        "-m", "flask", "--app", "tests.flask.shop", "djqueue", "worker", "-q", "orders",
+        "--processes", "2",
+    )  # fmt: skip
+    worker.wait_for(lambda: r.scard("processes") == 2, "two worker processes")
+    client = web.test_client()
+    ids = [client.post("/orders", data={"name": f"o{n}"}).json["id"] for n in range(20)]
+    for order_id in ids:
+        worker.wait_for(lambda order_id=order_id: confirmed(app, order_id), "every order")
+    pids = {int(identity.split(":")[1]) for identity in r.smembers("processes")}
+    assert worker.process.pid not in pids and len(pids) == 2
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(30) == 0
+
+
 @pytest.mark.parametrize("how", ["--app", "-r wsgi"])
 def test_djqueue_worker_with_an_app_and_flags_that_win_over_its_config(
     how: str,

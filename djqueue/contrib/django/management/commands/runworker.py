@@ -44,12 +44,25 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        from djqueue import signals
         from djqueue.worker.cli import run_worker
 
         error = apps.get_app_config("djqueue").settings_error
         if error is not None:
             raise CommandError(f"DJQUEUE setting {error}")
         worker_options = {k: v for k, v in options.items() if k not in DJANGO_OPTIONS}
-        code = run_worker(worker_options)
+        signals.worker_forking.connect(close_connections)
+        try:
+            code = run_worker(worker_options)
+        finally:
+            signals.worker_forking.disconnect(close_connections)
         if code:
             raise SystemExit(code)
+
+
+def close_connections(_sender: Any) -> None:
+    """Before ``--processes`` forks a worker: no database connection crosses the fork, each
+    worker process opens its own."""
+    from django.db import connections
+
+    connections.close_all()
