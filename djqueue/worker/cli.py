@@ -13,6 +13,7 @@ settings, the imported modules and the app configure.
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
 import importlib
 import importlib.util
@@ -326,10 +327,23 @@ def run_launcher(parent: int | None = None) -> int:
     launcher = Launcher(config.get_settings())
     launcher.parent = parent
     restore = _install_signal_handlers(launcher.signal)
+    in_main = threading.current_thread() is threading.main_thread()
+    if not in_main:
+        # Run from a thread (a framework's autoreloader): leave like on TERM when the
+        # interpreter exits (a reload), instead of being cut off with jobs running.
+        atexit.register(_stop_at_exit, launcher)
     try:
         return launcher.run()
     finally:
         restore()
+        if not in_main:
+            atexit.unregister(_stop_at_exit)
+
+
+def _stop_at_exit(launcher: Any) -> None:
+    if not launcher.stopped.is_set():
+        launcher.signal("TERM")
+        launcher.stopped.wait(launcher.settings.timeout + 5)
 
 
 def _install_signal_handlers(notify: Callable[[str], None]) -> Callable[[], None]:

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -219,3 +220,27 @@ def test_flask_djqueue_reports_and_help(run: Any, app: flask.Flask, r: redis.Red
     assert "enqueued   1" in stats.output()
     assert "DJQUEUE_CONCURRENCY, now 10" in helped.output()
     assert "usage: flask djqueue worker" in helped.output()
+
+
+def test_flask_djqueue_worker_reload_restarts_when_a_module_changes(
+    run: Any, r: redis.Redis, tmp_path: Path
+) -> None:
+    module = tmp_path / "reloadable_jobs.py"
+    source = (
+        "import djqueue\nfrom tests.jobs_for_worker import r\n\n"
+        "@djqueue.job(name='t.version')\ndef version():\n    r().rpush('versions', {v!r})\n"
+    )
+    module.write_text(source.format(v="one"))
+    worker = run(
+        "-m", "flask", "--app", "tests.flask.shop", "djqueue", "worker", "-r", str(module),
+        "--reload",
+    )  # fmt: skip
+    worker.wait_for(lambda: r.scard("processes") == 1, "the worker")
+    r.lpush("queue:default", json.dumps({"class": "t.version", "args": [], "jid": "a1"}))
+    worker.wait_for(lambda: r.lrange("versions", 0, -1) == ["one"], "the first version")
+    time.sleep(1.1)
+    module.write_text(source.format(v="two"))
+    worker.wait_for(lambda: "bye" in worker.output(), "the old worker leaving as on TERM")
+    worker.wait_for(lambda: r.scard("processes") == 1, "the new worker")
+    r.lpush("queue:default", json.dumps({"class": "t.version", "args": [], "jid": "a2"}))
+    worker.wait_for(lambda: r.lrange("versions", 0, -1) == ["one", "two"], "the new version")

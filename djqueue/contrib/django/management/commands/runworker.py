@@ -42,6 +42,12 @@ class Command(BaseCommand):
             cast(argparse.ArgumentParser, _SkipTaken(parser)),
             setting_name=lambda name: f"DJQUEUE[{name.upper()!r}]",
         )
+        parser.add_argument(
+            "--reload",
+            action="store_true",
+            help="restart the worker when a Python file changes (Django's autoreloader, as "
+            "runserver uses it); for development: running jobs get --timeout to finish",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         from djqueue import signals
@@ -51,6 +57,13 @@ class Command(BaseCommand):
         if error is not None:
             raise CommandError(f"DJQUEUE setting {error}")
         worker_options = {k: v for k, v in options.items() if k not in DJANGO_OPTIONS}
+        if worker_options.pop("reload", False):
+            from django.utils import autoreload
+
+            if worker_options.get("processes") not in (None, 1):
+                raise CommandError("--reload runs one worker process: leave out --processes")
+            autoreload.run_with_reloader(run_worker, worker_options)
+            return
         signals.worker_forking.connect(close_connections)
         try:
             code = run_worker(worker_options)
