@@ -40,3 +40,24 @@ def mark(key: str) -> None:
 def probe(key: str, expected_at: float) -> None:
     """Record how long after ``expected_at`` (push time or due time) the job started."""
     _r().rpush(key, repr(time.time() - expected_at))
+
+
+#: Iterations of `cpu`'s loop: about 5 ms on the machine the figures in bench/README.md were
+#: taken on (the bench prints the time it measured for one job).
+CPU_LOOPS = 65_000
+
+
+def burn() -> int:
+    """About 5 ms of pure-Python work (rendering, parsing): the GIL held throughout."""
+    total = 0
+    for n in range(CPU_LOOPS):
+        total += n * n % 7
+    return total
+
+
+@job(name="bench.cpu", retry=False)
+def cpu(key: str) -> None:
+    """`burn`, then count the job done (the first one also notes when the run started)."""
+    _r().set(f"{key}:start", repr(time.time()), nx=True)
+    burn()
+    _r().incr(key)

@@ -38,6 +38,12 @@ class Settings:
     default_queue: str = "default"
     queues: tuple[tuple[str, int], ...] = (("default", 0),)
     concurrency: int = 10
+    #: Worker processes forked from one parent (`djqueue.worker.swarm`); 0: one per core.
+    processes: int = 1
+    #: A worker process using more memory than this (MB, resident) is replaced; 0: no limit.
+    max_memory: int = 0
+    #: A worker process that has run this many jobs is replaced; 0: no limit.
+    max_jobs: int = 0
     timeout: float = 25.0
     max_retries: int = 25
     dead_max_jobs: int = 10_000
@@ -211,6 +217,10 @@ def _validate(s: Settings) -> None:
         raise ConfigurationError("namespace", "must be a string without the trailing ':'")
     if not isinstance(s.default_queue, str) or not s.default_queue:
         raise ConfigurationError("default_queue", "must be a non-empty string")
+    for name in ("processes", "max_memory", "max_jobs"):
+        value = getattr(s, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigurationError(name, f"must be an integer >= 0, got {value!r}")
     for name in ("concurrency", "max_retries", "dead_max_jobs", "max_payload_bytes"):
         value = getattr(s, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < (name == "concurrency"):

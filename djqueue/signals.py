@@ -17,6 +17,7 @@ worker_preparing       the worker's app,     (none)
                        or None
 worker_started         the worker's identity ``info`` (dict written to the process hash)
 worker_stopping        the worker's identity ``info``
+worker_forking         the swarm             (none)
 =====================  ====================  ==============================================
 
 ``job_enqueued`` is sent by the client for each job written (scheduled ones included); the
@@ -28,6 +29,10 @@ and the app given with ``--app`` (or by a framework's own worker command) is loa
 worker reads its settings. A framework integration that owns the app makes it the worker's app
 there (flask_djqueue: its settings, its context around every job) and returns True;
 ``djqueue worker --app`` fails when no receiver returns True.
+
+``worker_forking`` is sent in the parent of ``--processes N`` before each fork: close there
+what a child must not share with the parent and its siblings (database connections, sockets);
+the Django app closes its database connections.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ job_dead = _signals.signal("job-dead")
 worker_preparing = _signals.signal("worker-preparing")
 worker_started = _signals.signal("worker-started")
 worker_stopping = _signals.signal("worker-stopping")
+worker_forking = _signals.signal("worker-forking")
 
 __all__ = [
     "job_enqueued",
@@ -56,4 +62,5 @@ __all__ = [
     "worker_preparing",
     "worker_started",
     "worker_stopping",
+    "worker_forking",
 ]

@@ -57,7 +57,23 @@ def worker(ctx: click.Context) -> None:
         "context. TSTP: stop fetching (quiet); TTIN: log every thread's stack.",
     )
     add_worker_arguments(parser, found.settings, lambda name: PREFIX + name.upper())
+    parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="restart the worker when a Python file changes (Werkzeug's reloader, as `flask "
+        "run --reload` uses it); for development: running jobs get --timeout to finish",
+    )
     options = vars(parser.parse_args(ctx.args))
+    if options.pop("reload"):
+        if options.get("processes") not in (None, 1):
+            raise click.ClickException("--reload runs one worker process: leave out --processes")
+        from werkzeug._reloader import run_with_reloader
+
+        def run() -> None:
+            run_worker(options, app=app)
+
+        run_with_reloader(run)
+        return
     try:
         code = run_worker(options, app=app)
     except DjQueueError as exc:

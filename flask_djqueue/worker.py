@@ -9,6 +9,9 @@ worker reads the app's settings, under its flags, and ``worker_started`` receive
 ``current_app``) and entered around the whole of every job (`djqueue.worker.around`), so jobs,
 ``retries_exhausted`` hooks and signal receivers all run in it.
 
+Before ``--processes N`` forks a worker process, `before_fork` empties the app's
+Flask-SQLAlchemy connection pools, so no connection is shared across the fork.
+
 A worker with a DjQueue but no app at all (``-r myapp.jobs``, which imports ``djq = DjQueue()``
 but never calls the factory) would run every job outside any app context; it says so when it
 starts. Several apps and no ``--app`` is an error, as djqueue
@@ -106,4 +109,16 @@ def _only_app() -> Flask | None:
     return apps[0] if apps else None
 
 
+def before_fork(sender: Any, **kwargs: Any) -> None:
+    """Receiver of ``worker_forking`` (``--processes N``): empty Flask-SQLAlchemy's connection
+    pools in the parent, which runs no jobs, so no pooled connection crosses a fork; each
+    worker process opens its own."""
+    if not has_app_context():
+        return
+    sqlalchemy = current_app.extensions.get("sqlalchemy")
+    for engine in getattr(sqlalchemy, "engines", {}).values():
+        engine.dispose()
+
+
 signals.worker_preparing.connect(prepare)
+signals.worker_forking.connect(before_fork)

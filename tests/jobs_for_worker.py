@@ -153,3 +153,13 @@ def hold_then_fail(key: str) -> None:
             break
         time.sleep(0.05)
     raise ValueError("failed after the cancel")
+
+
+_hoard: list[bytes] = []
+
+
+@djqueue.job(name="t.hog")
+def hog(key: str, megabytes: int) -> None:
+    """Keeps ``megabytes`` of memory for the life of its process, as a leaking job does."""
+    _hoard.append(os.urandom(megabytes * 1024 * 1024))
+    r().rpush(key, os.getpid())

@@ -13,6 +13,7 @@ settings, the imported modules and the app configure.
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
 import importlib
 import importlib.util
@@ -30,7 +31,16 @@ from ..config import Settings
 from ..errors import ConfigurationError, DjQueueError
 
 #: Options that map to a Settings field of the same name.
-_SETTING_OPTIONS = ("concurrency", "timeout", "redis_url", "namespace", "tag")
+_SETTING_OPTIONS = (
+    "concurrency",
+    "timeout",
+    "redis_url",
+    "namespace",
+    "tag",
+    "processes",
+    "max_memory",
+    "max_jobs",
+)
 
 if TYPE_CHECKING:
     from ..outbox import OutboxStats
@@ -82,6 +92,31 @@ def add_worker_arguments(
         default=None,
         metavar="N",
         help=f"processor threads, jobs run at once ({default('concurrency', now.concurrency)})",
+    )
+    parser.add_argument(
+        "-p",
+        "--processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes, forked from one parent that imports the app once; 0: one per "
+        f"core ({default('processes', now.processes)})",
+    )
+    parser.add_argument(
+        "--max-memory",
+        type=int,
+        default=None,
+        metavar="MB",
+        help="replace a worker process whose resident memory grows over MB, once its running "
+        f"jobs are done (0: no limit; {default('max_memory', now.max_memory)})",
+    )
+    parser.add_argument(
+        "--max-jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="replace a worker process once it has run N jobs "
+        f"(0: no limit; {default('max_jobs', now.max_jobs)})",
     )
     parser.add_argument(
         "-t",
@@ -240,7 +275,7 @@ def run_worker(options: dict[str, Any], settings: Settings | None = None, app: A
     configured. Signal handlers are installed when called from the main thread.
     """
     from . import log
-    from .launcher import Launcher
+    from .swarm import Swarm, process_count
 
     handler = log.setup(
         verbose=bool(options.get("verbose")),
@@ -255,12 +290,13 @@ def run_worker(options: dict[str, Any], settings: Settings | None = None, app: A
         prepare(app)
         install(effective_settings(options, settings or config.get_settings()))
         try:
-            launcher = Launcher(config.get_settings())
-            restore = _install_signal_handlers(launcher.signal)
-            try:
-                code = launcher.run()
-            finally:
-                restore()
+            s = config.get_settings()
+            if s.processes == 1 and not (s.max_memory or s.max_jobs):
+                code = run_launcher()
+            else:
+                if threading.current_thread() is not threading.main_thread():
+                    raise ConfigurationError("processes", "a swarm runs in the main thread only")
+                code = Swarm(process_count(s.processes), run_launcher).run()
         finally:
             config.pin(None)
         if threading.current_thread() is threading.main_thread():
@@ -284,6 +320,33 @@ def run_worker(options: dict[str, Any], settings: Settings | None = None, app: A
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+def run_launcher(parent: int | None = None) -> int:
+    """One worker process, with the settings in force, until TERM/INT (or its recycling);
+    ``parent`` is the pid of the swarm's parent, which it stops without."""
+    from .launcher import Launcher
+
+    launcher = Launcher(config.get_settings())
+    launcher.parent = parent
+    restore = _install_signal_handlers(launcher.signal)
+    in_main = threading.current_thread() is threading.main_thread()
+    if not in_main:
+        # Run from a thread (a framework's autoreloader): leave like on TERM when the
+        # interpreter exits (a reload), instead of being cut off with jobs running.
+        atexit.register(_stop_at_exit, launcher)
+    try:
+        return launcher.run()
+    finally:
+        restore()
+        if not in_main:
+            atexit.unregister(_stop_at_exit)
+
+
+def _stop_at_exit(launcher: Any) -> None:
+    if not launcher.stopped.is_set():
+        launcher.signal("TERM")
+        launcher.stopped.wait(launcher.settings.timeout + 5)
 
 
 def _install_signal_handlers(notify: Callable[[str], None]) -> Callable[[], None]:

@@ -29,7 +29,7 @@ from .cron_poller import CronPoller
 from .cron_sync import sync as sync_periodic
 from .duties import DutyThread
 from .fetch import Fetcher
-from .heartbeat import Heartbeat, HeartbeatThread
+from .heartbeat import Heartbeat, HeartbeatThread, rss_kb
 from .janitor import Janitor, hostname
 from .log import logger
 from .manager import Manager
@@ -38,6 +38,11 @@ from .stats import Stats
 
 #: BLMOVE timeout of idle processors: how long a quiet or stopping worker may wait for them.
 BLOCK_TIMEOUT = 2.0
+#: Exit code of a process that stopped to be replaced (over ``max_memory`` or ``max_jobs``):
+#: the swarm's parent starts a new one at once (EX_TEMPFAIL).
+RECYCLED = 75
+#: Seconds within which a second TERM/INT counts as the first one delivered twice.
+SAME_SIGNAL = 1.0
 
 
 def runtime_redis(settings: Settings) -> redis.Redis:
@@ -110,6 +115,11 @@ class Launcher:
         #: Set by a second TERM/INT during shutdown: stop waiting for running jobs.
         self.forced = threading.Event()
         self.stopped = threading.Event()
+        #: Why the process is being replaced, once it is (`over_limit`).
+        self.recycling: str | None = None
+        self._stop_asked = 0.0
+        #: The parent of a swarm's worker process (`djqueue.worker.swarm`), else None.
+        self.parent: int | None = None
 
     @property
     def info(self) -> dict[str, Any]:
@@ -136,6 +146,28 @@ class Launcher:
     def _after_beat(self) -> None:
         self.manager.tidy()
         self.janitor.run()
+        if self.parent is not None and os.getppid() != self.parent and not self.stopping.is_set():
+            logger.warning("the swarm's parent process is gone: stopping")
+            self.signal("TERM")
+        if self.recycling is None:
+            self.recycling = self.over_limit()
+            if self.recycling:
+                logger.warning(
+                    "recycling: %s; finishing the running jobs, then a new process takes over",
+                    self.recycling,
+                )
+                self.signal("RECYCLE")
+
+    def over_limit(self) -> str | None:
+        """Why this process should be replaced (``max_memory``, ``max_jobs``), or None."""
+        s = self.settings
+        if s.max_jobs and self.stats.total >= s.max_jobs:
+            return f"{self.stats.total} jobs run (--max-jobs {s.max_jobs})"
+        if s.max_memory:
+            mb = rss_kb() / 1024
+            if mb > s.max_memory:
+                return f"{mb:.0f} MB resident (--max-memory {s.max_memory})"
+        return None
 
     def _slot(self) -> tuple[int, int]:
         peers = self.heartbeat.peers
@@ -219,6 +251,9 @@ class Launcher:
             if name in ("TERM", "INT"):
                 self.stop()
                 return 0
+            if name == "RECYCLE":
+                self.stop()
+                return RECYCLED
             self.handle(name)
 
     def signal(self, name: str) -> None:
@@ -226,16 +261,21 @@ class Launcher:
 
         The first TERM or INT starts the shutdown (and ends any start-up wait); a second one
         during the shutdown stops waiting for running jobs: they are pushed back to their
-        queues at once, as when the timeout runs out.
+        queues at once, as when the timeout runs out. A second one within `SAME_SIGNAL`
+        seconds of the first is the same request delivered twice (Ctrl-C or systemd reach a
+        swarm's children directly and through their parent), not an impatient operator.
         """
         if name in ("TERM", "INT"):
             if self.stopping.is_set():
+                if time.monotonic() - self._stop_asked < SAME_SIGNAL:
+                    return
                 if not self.forced.is_set():
                     logger.warning(
                         "%s again: stopping now; unfinished jobs go back to their queues", name
                     )
                     self.forced.set()
                 return
+            self._stop_asked = time.monotonic()
             self.stopping.set()
         self.signals.put(name)
 

@@ -164,6 +164,13 @@ class BackgroundHandler(logging.Handler):
             if batch[-1] is None:
                 return
 
+    def restart(self) -> None:
+        """In a forked child: a writer thread of its own (threads do not cross a fork), and a
+        new queue, since the parent's writer may have been holding the old one's lock."""
+        self.queue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._write, name="djqueue-log", daemon=True)
+        self.thread.start()
+
     def close(self) -> None:
         """Write every line still queued, stop the writer, close the target."""
         if self.thread.is_alive():
@@ -317,3 +324,18 @@ def teardown(handler: logging.Handler) -> None:
         if aside not in logger.handlers:
             logger.addHandler(aside)
     handler.close()
+
+
+def after_fork() -> None:
+    """In a forked worker process: restart the writer of every handler `setup` added."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, BackgroundHandler):
+            handler.restart()
+
+
+def flush() -> None:
+    """Before a forked worker process leaves with ``os._exit``: write what is queued."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, BackgroundHandler) and handler.thread.is_alive():
+            handler.queue.put(None)
+            handler.thread.join(10)

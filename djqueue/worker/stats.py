@@ -26,6 +26,8 @@ class Stats:
         self._lock = threading.Lock()
         self.processed = 0
         self.failed = 0
+        #: Jobs run since the process started (never reset: ``--max-jobs`` counts these).
+        self.total = 0
         #: tid -> {"queue", "payload" (the job JSON as stored), "run_at" (int epoch s)}
         self.work: dict[str, dict[str, Any]] = {}
 
@@ -45,6 +47,7 @@ class Stats:
     def count(self, failed: bool) -> None:
         with self._lock:
             self.processed += 1
+            self.total += 1
             if failed:
                 self.failed += 1
 

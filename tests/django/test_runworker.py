@@ -14,6 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
+import djqueue
 from tests.django.conftest import seen
 from tests.django.testapp.models import Order
 from tests.django.testapp.tasks import add_order, shout
@@ -29,7 +30,7 @@ def worker(redis_url: str, tmp_path: Path) -> Iterator[Path]:
     yield from runworker(redis_url, tmp_path / "worker.log")
 
 
-def runworker(redis_url: str, log: Path, **extra_env: str) -> Iterator[Path]:
+def runworker(redis_url: str, log: Path, *args: str, **extra_env: str) -> Iterator[Path]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.django.settings",
@@ -51,6 +52,7 @@ def runworker(redis_url: str, log: Path, **extra_env: str) -> Iterator[Path]:
                 "default",
                 "-q",
                 "tasks",
+                *args,
             ],
             cwd=ROOT,
             env=env,
@@ -87,6 +89,19 @@ def test_the_job_sees_the_row_its_view_created(client, r, worker):
     assert report == {"kind": "order", "order_id": order_id, "name": "first"}
     assert Order.objects.get(pk=order_id).seen_by_job is True
     assert r.zcard("retry") == 0  # it found the row on its first try
+
+
+def test_two_worker_processes_each_with_its_own_database_connection(client, r, redis_url, tmp_path):
+    log = tmp_path / "swarm.log"
+    running = runworker(redis_url, log, "--processes", "2")
+    next(running)
+    ids = [client.post("/orders/", {"name": f"o{n}"}).json()["id"] for n in range(20)]
+    reports = wait_for(r, "order", count=20, log=log)
+    assert sorted(report["order_id"] for report in reports) == sorted(ids)
+    assert Order.objects.filter(seen_by_job=True).count() == 20
+    assert log.read_text().count("djqueue 0.1.0 starting") == 2
+    with pytest.raises(StopIteration):  # TERM, and the swarm exits 0
+        next(running)
 
 
 def test_request_context_and_log_lines_in_the_worker(client, r, worker):
@@ -151,3 +166,33 @@ def test_with_debug_on_each_line_is_written_once_in_one_format(r, redis_url, tmp
     lines = [x for x in log.read_text().splitlines() if f"Task id={result.id}" in x]
     assert len(lines) == 2  # RUNNING, SUCCESSFUL: once each
     assert all(" pid=" in x and f"jid={result.id}" in x for x in lines)
+
+
+def test_runworker_reload_restarts_the_worker_when_a_job_module_changes(r, redis_url, tmp_path):
+    module = tmp_path / "reloadable_jobs.py"
+    source = (
+        "import djqueue\nfrom tests.jobs_for_worker import r\n\n"
+        "@djqueue.job(name='t.version')\ndef version():\n    r().rpush('versions', {v!r})\n"
+    )
+    module.write_text(source.format(v="one"))
+    log = tmp_path / "reload.log"
+    running = runworker(redis_url, log, "-r", str(module), "--reload")
+    next(running)
+    djqueue.Client().push({"class": "t.version", "args": []})
+    deadline = time.monotonic() + 30
+    while r.lrange("versions", 0, -1) != ["one"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert r.lrange("versions", 0, -1) == ["one"], log.read_text()
+    time.sleep(1.1)  # a new modification time the reloader can tell apart
+    module.write_text(source.format(v="two"))
+    while "bye" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the old worker leaves as on TERM
+    while r.scard("processes") != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    djqueue.Client().push({"class": "t.version", "args": []})
+    while r.llen("versions") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert r.lrange("versions", 0, -1) == ["one", "two"], log.read_text()
+    assert "changed, reloading" in log.read_text()
+    with pytest.raises(StopIteration):
+        next(running)

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,29 @@ def test_flask_djqueue_worker_honours_its_flags_and_runs_jobs_in_the_app_context
     assert signals == ["shop.confirm_order in shop"]  # the receiver saw current_app
 
 
+def test_two_worker_processes_use_db_session_each_with_its_own_connections(
+    run: Any, app: flask.Flask, r: redis.Redis, redis_url: str, database: str
+) -> None:
+    web = create_app(
+        SQLALCHEMY_DATABASE_URI=database,
+        DJQUEUE_REDIS_URL=redis_url,
+        DJQUEUE_DEFAULT_QUEUE="orders",
+    )
+    worker = run(
+        "-m", "flask", "--app", "tests.flask.shop", "djqueue", "worker", "-q", "orders",
+        "--processes", "2",
+    )  # fmt: skip
+    worker.wait_for(lambda: r.scard("processes") == 2, "two worker processes")
+    client = web.test_client()
+    ids = [client.post("/orders", data={"name": f"o{n}"}).json["id"] for n in range(20)]
+    for order_id in ids:
+        worker.wait_for(lambda order_id=order_id: confirmed(app, order_id), "every order")
+    pids = {int(identity.split(":")[1]) for identity in r.smembers("processes")}
+    assert worker.process.pid not in pids and len(pids) == 2
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(30) == 0
+
+
 @pytest.mark.parametrize("how", ["--app", "-r wsgi"])
 def test_djqueue_worker_with_an_app_and_flags_that_win_over_its_config(
     how: str,
@@ -196,3 +220,27 @@ def test_flask_djqueue_reports_and_help(run: Any, app: flask.Flask, r: redis.Red
     assert "enqueued   1" in stats.output()
     assert "DJQUEUE_CONCURRENCY, now 10" in helped.output()
     assert "usage: flask djqueue worker" in helped.output()
+
+
+def test_flask_djqueue_worker_reload_restarts_when_a_module_changes(
+    run: Any, r: redis.Redis, tmp_path: Path
+) -> None:
+    module = tmp_path / "reloadable_jobs.py"
+    source = (
+        "import djqueue\nfrom tests.jobs_for_worker import r\n\n"
+        "@djqueue.job(name='t.version')\ndef version():\n    r().rpush('versions', {v!r})\n"
+    )
+    module.write_text(source.format(v="one"))
+    worker = run(
+        "-m", "flask", "--app", "tests.flask.shop", "djqueue", "worker", "-r", str(module),
+        "--reload",
+    )  # fmt: skip
+    worker.wait_for(lambda: r.scard("processes") == 1, "the worker")
+    r.lpush("queue:default", json.dumps({"class": "t.version", "args": [], "jid": "a1"}))
+    worker.wait_for(lambda: r.lrange("versions", 0, -1) == ["one"], "the first version")
+    time.sleep(1.1)
+    module.write_text(source.format(v="two"))
+    worker.wait_for(lambda: "bye" in worker.output(), "the old worker leaving as on TERM")
+    worker.wait_for(lambda: r.scard("processes") == 1, "the new worker")
+    r.lpush("queue:default", json.dumps({"class": "t.version", "args": [], "jid": "a2"}))
+    worker.wait_for(lambda: r.lrange("versions", 0, -1) == ["one", "two"], "the new version")

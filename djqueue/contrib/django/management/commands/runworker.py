@@ -42,14 +42,40 @@ class Command(BaseCommand):
             cast(argparse.ArgumentParser, _SkipTaken(parser)),
             setting_name=lambda name: f"DJQUEUE[{name.upper()!r}]",
         )
+        parser.add_argument(
+            "--reload",
+            action="store_true",
+            help="restart the worker when a Python file changes (Django's autoreloader, as "
+            "runserver uses it); for development: running jobs get --timeout to finish",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        from djqueue import signals
         from djqueue.worker.cli import run_worker
 
         error = apps.get_app_config("djqueue").settings_error
         if error is not None:
             raise CommandError(f"DJQUEUE setting {error}")
         worker_options = {k: v for k, v in options.items() if k not in DJANGO_OPTIONS}
-        code = run_worker(worker_options)
+        if worker_options.pop("reload", False):
+            from django.utils import autoreload
+
+            if worker_options.get("processes") not in (None, 1):
+                raise CommandError("--reload runs one worker process: leave out --processes")
+            autoreload.run_with_reloader(run_worker, worker_options)
+            return
+        signals.worker_forking.connect(close_connections)
+        try:
+            code = run_worker(worker_options)
+        finally:
+            signals.worker_forking.disconnect(close_connections)
         if code:
             raise SystemExit(code)
+
+
+def close_connections(_sender: Any) -> None:
+    """Before ``--processes`` forks a worker: no database connection crosses the fork, each
+    worker process opens its own."""
+    from django.db import connections
+
+    connections.close_all()

@@ -1,0 +1,206 @@
+"""The swarm: one parent forking N worker processes, for every core and for recycling.
+
+Python runs one thread of bytecode at a time, so one process uses one core however many
+processor threads it has. ``--processes N`` forks N full worker processes from a parent that
+imported the app once (Django set up, jobs discovered, the Flask app built): each child is a
+complete djqueue process with its own identity in ``processes``, so the admin and Sidekiq's
+Web UI list each one, as with Sidekiq Enterprise's swarm.
+
+The parent runs no jobs and holds no connection: before forking it sends
+`djqueue.signals.worker_forking` (the Django app closes its database connections there) and
+drops djqueue's Redis pools, so no socket is ever shared across a fork.
+
+- A child that dies (kill -9, OOM) is started again, after a pause that doubles with each
+  quick death (1 s up to 30 s) and resets once a child has lived a minute. Its jobs are not
+  lost: they sit in its working lists, which the other processes' janitors push back.
+- A child that stops to be replaced (over ``--max-memory`` or ``--max-jobs``: it finished its
+  running jobs and pushed back what it held, exit `RECYCLED`) is replaced at once.
+- TERM and INT go to every child (each finishes or pushes back its jobs); the parent exits
+  once all have stopped: 0, or 1 if one of them failed. TSTP (quiet) and TTIN (thread dumps)
+  are passed on. A second TERM is passed on too: children stop waiting for running jobs.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .. import connection, signals
+from . import log
+from .launcher import RECYCLED
+from .log import logger
+
+#: Seconds a child must live for its next death to restart it without a pause.
+STABLE = 60.0
+#: The longest pause before restarting a child that keeps dying.
+MAX_PAUSE = 30.0
+#: Signals the parent passes on to its children.
+FORWARDED = ("TERM", "INT", "TSTP", "TTIN")
+
+
+def process_count(setting: int) -> int:
+    """``processes`` as given, 0 meaning one per core."""
+    return setting or os.cpu_count() or 1
+
+
+class Swarm:
+    """``Swarm(n, run_child).run()``: ``run_child(parent_pid)`` runs one worker and returns its
+    exit code; it is called in each forked child, which then exits with that code. A child
+    stops by itself if the parent dies (kill -9): it checks its parent at every heartbeat."""
+
+    def __init__(self, size: int, run_child: Callable[[int], int]) -> None:
+        self.size = size
+        self.run_child = run_child
+        #: pid -> (slot, started at), for the children alive.
+        self.children: dict[int, tuple[int, float]] = {}
+        #: slot -> the monotonic time a dead child's slot may be filled again.
+        self.waiting: dict[int, float] = {}
+        self.pauses: dict[int, float] = {}
+        self.signals: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.stopping = False
+        self.quiet = False
+        self.failed = False
+
+    # -- the parent's loop ---------------------------------------------------------------------
+
+    def run(self) -> int:
+        restore = self._install_handlers()
+        try:
+            logger.info("swarm: starting %d worker processes", self.size)
+            for slot in range(self.size):
+                self._fork(slot)
+            while self.children or (self.waiting and not self.stopping):
+                self._reap()
+                self._refill()
+                try:
+                    name = self.signals.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                self._obey(name)
+            logger.info("swarm: every worker process has stopped; bye")
+            return 1 if self.failed else 0
+        finally:
+            restore()
+
+    def _obey(self, name: str) -> None:
+        if name in ("TERM", "INT"):
+            if not self.stopping:
+                logger.info("swarm: %s: stopping every worker process", name)
+            self.stopping = True
+            self.waiting.clear()
+        elif name == "TSTP":
+            self.quiet = True
+        for pid in list(self.children):
+            try:
+                os.kill(pid, getattr(signal, f"SIG{name}"))
+            except ProcessLookupError:
+                pass
+
+    def _reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.children.clear()
+                return
+            if pid == 0:
+                return
+            slot, started = self.children.pop(pid, (None, 0.0))
+            if slot is None:
+                continue
+            code = os.waitstatus_to_exitcode(status)
+            self._ended(slot, pid, code, time.monotonic() - started)
+
+    def _ended(self, slot: int, pid: int, code: int, lived: float) -> None:
+        if self.stopping:
+            if code != 0:
+                self.failed = True
+                logger.warning("swarm: worker %d exited with %s", pid, _describe(code))
+            return
+        if code == RECYCLED:
+            logger.info("swarm: worker %d recycled; starting its replacement", pid)
+            self.waiting[slot] = time.monotonic()
+            return
+        pause = 0.0 if lived >= STABLE else min(MAX_PAUSE, max(1.0, self.pauses.get(slot, 0) * 2))
+        self.pauses[slot] = pause
+        logger.warning(
+            "swarm: worker %d %s after %.0f s; starting another in %.0f s",
+            pid,
+            _describe(code),
+            lived,
+            pause,
+        )
+        self.waiting[slot] = time.monotonic() + pause
+
+    def _refill(self) -> None:
+        if self.stopping:
+            return
+        now = time.monotonic()
+        for slot, when in list(self.waiting.items()):
+            if when <= now:
+                del self.waiting[slot]
+                self._fork(slot)
+
+    # -- forking ---------------------------------------------------------------------------------
+
+    def _fork(self, slot: int) -> None:
+        if signals.worker_forking.receivers:
+            signals.worker_forking.send(self)
+        connection.reset()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            self._child(parent)
+        self.children[pid] = (slot, time.monotonic())
+        if self.quiet:
+            os.kill(pid, signal.SIGTSTP)
+
+    def _child(self, parent: int) -> None:
+        """In the child: the parent's handlers off, one worker, then exit with its code."""
+        code = 1
+        try:
+            log.after_fork()
+            for name in FORWARDED:
+                signal.signal(getattr(signal, f"SIG{name}"), signal.SIG_DFL)
+            code = self.run_child(parent)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:
+            logger.exception("worker process failed")
+        finally:
+            log.flush()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+
+    def _install_handlers(self) -> Callable[[], None]:
+        previous: dict[int, Any] = {}
+        for name in FORWARDED:
+            signum = getattr(signal, f"SIG{name}")
+
+            def handler(_signum: int, _frame: Any, name: str = name) -> None:
+                self.signals.put(name)
+
+            previous[signum] = signal.signal(signum, handler)
+
+        def restore() -> None:
+            for signum, old in previous.items():
+                signal.signal(signum, old)
+
+        return restore
+
+
+def _describe(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"

@@ -1,0 +1,94 @@
+"""``djqueue worker --processes N``: a parent forking N worker processes, replacing the ones that
+die or outgrow their limits, and passing signals on; real processes, a real Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from . import jobs_for_worker as jobs
+from .worker_support import wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def identities(r) -> set[str]:
+    return set(r.smembers("processes"))
+
+
+def pids(r) -> set[int]:
+    return {int(identity.split(":")[1]) for identity in identities(r)}
+
+
+def test_three_children_each_a_process_of_their_own(spawn, redis_url, r):
+    parent = spawn(redis_url, "--processes", "3", "-c", "2")
+    wait_for(lambda: len(identities(r)) == 3, what="three processes")
+    assert parent.pid not in pids(r)
+    jobs.record.perform_bulk([["done", n] for n in range(300)])
+    wait_for(lambda: r.llen("done") == 300, what="the jobs run")
+    parent.send(signal.SIGTERM)
+    assert parent.wait(30) == 0
+    assert identities(r) == set()
+    assert parent.output().count("djqueue 0.1.0 starting") == 3
+
+
+def test_a_killed_child_is_replaced_and_its_job_runs(spawn, redis_url, r):
+    parent = spawn(redis_url, "--processes", "2", "-c", "1")
+    wait_for(lambda: len(identities(r)) == 2, what="two processes")
+    jobs.slow.perform_later("slow", 3)
+    wait_for(lambda: r.lrange("slow", 0, -1) == ["started"], what="the job starts")
+    (holding,) = [key for key in r.scan_iter("working:*") if r.llen(key)]
+    victim = holding.split(":")[2]  # working:HOST:PID:TOKEN:QUEUE
+    before = identities(r)
+    os.kill(int(victim), signal.SIGKILL)
+    wait_for(lambda: len(identities(r) - before) == 1, what="a replacement", timeout=30)
+    wait_for(lambda: r.lrange("slow", 0, -1)[-1:] == ["finished"], what="the job run again")
+    assert r.lrange("slow", 0, -1) == ["started", "started", "finished"]
+    assert "was killed by SIGKILL" in parent.output()
+    parent.send(signal.SIGTERM)
+    assert parent.wait(30) == 0
+
+
+def test_term_lets_every_child_finish_its_job_then_the_parent_exits_0(spawn, redis_url, r):
+    parent = spawn(redis_url, "--processes", "2", "-c", "1")
+    wait_for(lambda: len(identities(r)) == 2, what="two processes")
+    jobs.slow.perform_later("a", 2)
+    jobs.slow.perform_later("b", 2)
+    wait_for(lambda: r.llen("a") and r.llen("b"), what="both jobs start")
+    parent.send(signal.SIGTERM)
+    assert parent.wait(30) == 0
+    assert r.lrange("a", 0, -1) == ["started", "finished"]
+    assert r.lrange("b", 0, -1) == ["started", "finished"]
+    assert "INT again" not in parent.output() and "TERM again" not in parent.output()
+
+
+def test_a_child_over_max_memory_is_replaced_and_no_job_is_lost(spawn, redis_url, r):
+    parent = spawn(redis_url, "--processes", "1", "--max-memory", "150", "-c", "2")
+    wait_for(lambda: len(identities(r)) == 1, what="the worker")
+    first = identities(r)
+    jobs.hog.perform_later("hog", 200)
+    # Jobs running and waiting in the worker's hands when it outgrows its limit.
+    for n in range(20):
+        jobs.slow.perform_later(f"s{n}", 0.5)
+    wait_for(lambda: identities(r) and identities(r) != first, what="a replacement", timeout=30)
+    for n in range(20):
+        wait_for(lambda n=n: r.lrange(f"s{n}", -1, -1) == ["finished"], what=f"job {n}")
+    text = parent.output()
+    assert "recycling: " in text and "MB resident (--max-memory 150)" in text
+    assert "recycled; starting its replacement" in text
+    parent.send(signal.SIGTERM)
+    assert parent.wait(30) == 0
+
+
+def test_max_jobs_replaces_a_child_after_that_many_jobs(spawn, redis_url, r):
+    parent = spawn(redis_url, "--max-jobs", "50", "-c", "2")
+    wait_for(lambda: len(identities(r)) == 1, what="the worker")
+    jobs.record.perform_bulk([["done", n] for n in range(200)])
+    wait_for(lambda: r.llen("done") >= 200, what="every job", timeout=60)
+    # Counted at the next heartbeat (5 s): the process has run at least 50 jobs by then.
+    wait_for(lambda: "jobs run (--max-jobs 50)" in parent.output(), what="the recycling")
+    wait_for(lambda: "recycled; starting its replacement" in parent.output(), what="a new one")
+    parent.send(signal.SIGTERM)
+    assert parent.wait(30) == 0
