@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import calendar
 import json
-import math
 import re
 import signal
 import time
@@ -63,8 +62,9 @@ def test_three_workers_fire_every_tick_once_while_one_is_killed(spawn, redis_url
     )
     jobs = pushes(r)
     assert len(jobs) == len(fired), "a tick pushed twice, or a push without its claim"
-    # Each push belongs to its own tick: pushed within the second that followed it.
-    assert sorted(math.floor(at) for at in jobs.values()) == fired
+    # Each push belongs to its own tick, in order: pushed at or soon after it.
+    for tick, at in zip(fired, sorted(jobs.values()), strict=True):
+        assert 0 <= at - tick < 2, (tick, at)
     for worker in (workers[0], workers[2]):
         assert "Traceback" not in worker.output()
 
