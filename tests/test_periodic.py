@@ -422,3 +422,17 @@ def test_a_job_class_declares_its_schedule_too(redis_url):
     finally:
         schedule.forget("t.class-nightly")
         djqueue.registry.unregister("t.class-nightly")
+
+
+def test_a_poller_woken_late_fires_every_tick_it_slept_through(redis_url, r):
+    sync([declare("* * * * * *")], get_settings(), r)  # every second
+    cron = poller(r)
+    start = at(2027, 1, 1, 10, 0, 0)
+    cron.poll(start + 0.01)
+    r.delete("queue:default")
+    cron.poll(start + 3.5)  # overslept the wake-ups at 1, 2 and 3
+    claims = r.zrange(Keys().cron_enqueued("every"), 0, -1)
+    assert {"2027-01-01T10:00:01Z", "2027-01-01T10:00:02Z", "2027-01-01T10:00:03Z"} <= set(claims)
+    assert len(pushed()) == 3
+    cron.poll(start + 300)  # a gap longer than a minute: the latest tick only
+    assert len(pushed()) == 4

@@ -7,11 +7,13 @@ them push each tick, whichever wakes first, Ruby's sidekiq-cron pollers included
 different hosts may differ by a second or two: a tick is named by its own time, not by the
 host's, so a host running ahead fires it a little early and the others find it claimed.
 
-Which tick: the latest one due. When it is older than the poller has tried (at start, after an
-outage, after a gap), it is the catch-up tick: fired once if no one claimed it, and only within
-`djqueue.schedule.GRACE` seconds for ``catch_up=False`` entries. Older missed ticks are never
-fired. A tick at or before the entry's last run (``last_enqueue_time``: a "run now" after the
-tick) is skipped, as sidekiq-cron skips it.
+Which ticks: on a poller's first look (its start), the latest one due: the catch-up tick, fired
+once if no one claimed it (only within `djqueue.schedule.GRACE` seconds for ``catch_up=False``
+entries); older missed ticks are never fired. After that, every tick since its last look that
+is at most `GRACE` seconds old, so a poller woken late on a loaded host skips none; after a
+longer gap (Redis away), the latest one only, as at start. A tick at or before the entry's
+last run (``last_enqueue_time``: a "run now" after the tick) is skipped, as sidekiq-cron skips
+it.
 
 Disable and enable act at the next tick (the status is checked in the same Lua step); a new
 entry or a changed schedule is seen within `RELOAD` seconds. The poller stops on quiet, as
@@ -34,6 +36,8 @@ from .log import logger
 
 #: Seconds between two reads of the schedule.
 RELOAD = 10.0
+#: The most ticks of one job a poller tries in one look (one per second over `GRACE`).
+MAX_LATE = 60
 
 
 class CronPoller:
@@ -85,8 +89,7 @@ class CronPoller:
                 break
             if entry.schedule is None:
                 continue
-            tick = entry.schedule.previous(now)
-            if tick > self._tried.get(entry.name, -math.inf):
+            for tick in self._ticks(entry, now):
                 self._tried[entry.name] = tick
                 try:
                     self._handle(entry, tick, now)
@@ -96,6 +99,20 @@ class CronPoller:
                     logger.error("periodic %s: tick %s not pushed: %s", entry.name, iso(tick), exc)
             wake = min(wake, entry.schedule.next(now))
         return wake
+
+    def _ticks(self, entry: PeriodicJob, now: float) -> list[float]:
+        """The ticks to try now, oldest first: the latest due on a first look (the catch-up);
+        after that, every tick since the last look that is at most `GRACE` seconds old, so a
+        poller woken late (a loaded host) does not skip one; the latest if none is."""
+        assert entry.schedule is not None
+        latest = entry.schedule.previous(now)
+        tried = self._tried.get(entry.name)
+        if tried is None:
+            return [latest]
+        if latest <= tried:
+            return []
+        since = [t for t in entry.schedule.upcoming(tried, MAX_LATE) if t <= now]
+        return [t for t in since if now - t <= GRACE] or [latest]
 
     def _handle(self, entry: PeriodicJob, tick: float, now: float) -> None:
         if not entry.enabled:
