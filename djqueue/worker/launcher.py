@@ -118,7 +118,7 @@ class Launcher:
         #: Why the process is being replaced, once it is (`over_limit`).
         self.recycling: str | None = None
         self._stop_asked = 0.0
-        #: The parent of a swarm's worker process (`djqueue.worker.swarm`), else None.
+        #: The process this one stops without (a swarm's parent, a reloader), else None.
         self.parent: int | None = None
 
     @property
@@ -147,7 +147,7 @@ class Launcher:
         self.manager.tidy()
         self.janitor.run()
         if self.parent is not None and os.getppid() != self.parent and not self.stopping.is_set():
-            logger.warning("the swarm's parent process is gone: stopping")
+            logger.warning("the parent process is gone: stopping")
             self.signal("TERM")
         if self.recycling is None:
             self.recycling = self.over_limit()
@@ -261,13 +261,13 @@ class Launcher:
 
         The first TERM or INT starts the shutdown (and ends any start-up wait); a second one
         during the shutdown stops waiting for running jobs: they are pushed back to their
-        queues at once, as when the timeout runs out. A second one within `SAME_SIGNAL`
-        seconds of the first is the same request delivered twice (Ctrl-C or systemd reach a
-        swarm's children directly and through their parent), not an impatient operator.
+        queues at once, as when the timeout runs out. In a swarm's worker process, a second one
+        within `SAME_SIGNAL` seconds of the first is the same request delivered twice (Ctrl-C
+        and systemd reach it directly and through its parent), not an impatient operator.
         """
         if name in ("TERM", "INT"):
             if self.stopping.is_set():
-                if time.monotonic() - self._stop_asked < SAME_SIGNAL:
+                if self.parent is not None and time.monotonic() - self._stop_asked < SAME_SIGNAL:
                     return
                 if not self.forced.is_set():
                     logger.warning(
