@@ -226,6 +226,7 @@ class Launcher:
         deadline = time.monotonic() + self.settings.timeout
         self.quiet()
         pushed = self.manager.stop(deadline, self.forced)
+        self.manager.aio.stop()
         self.poller.stop()
         self.cron_poller.stop()
         self.duties.stop()
@@ -261,13 +262,13 @@ class Launcher:
 
         The first TERM or INT starts the shutdown (and ends any start-up wait); a second one
         during the shutdown stops waiting for running jobs: they are pushed back to their
-        queues at once, as when the timeout runs out. A second one within `SAME_SIGNAL`
-        seconds of the first is the same request delivered twice (Ctrl-C or systemd reach a
-        swarm's children directly and through their parent), not an impatient operator.
+        queues at once, as when the timeout runs out. In a swarm's worker process, a second one
+        within `SAME_SIGNAL` seconds of the first is the same request delivered twice (Ctrl-C
+        and systemd reach it directly and through its parent), not an impatient operator.
         """
         if name in ("TERM", "INT"):
             if self.stopping.is_set():
-                if time.monotonic() - self._stop_asked < SAME_SIGNAL:
+                if self.parent is not None and time.monotonic() - self._stop_asked < SAME_SIGNAL:
                     return
                 if not self.forced.is_set():
                     logger.warning(
