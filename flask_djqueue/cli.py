@@ -12,6 +12,7 @@ commands of those names print, for the app's Redis and namespace.
 from __future__ import annotations
 
 import argparse
+import os
 
 import click
 from flask import Flask, current_app
@@ -69,8 +70,8 @@ def worker(ctx: click.Context) -> None:
             raise click.ClickException("--reload runs one worker process: leave out --processes")
         from werkzeug._reloader import run_with_reloader
 
-        def run() -> None:
-            run_worker(options, app=app)
+        def run() -> None:  # stops with the reloader's process if that one is killed
+            run_worker(options, app=app, parent=os.getppid())
 
         run_with_reloader(run)
         return

@@ -24,6 +24,26 @@ def require_sidekiq() -> None:
         pytest.skip(MISSING, allow_module_level=True)
 
 
+SIDEKIQ_CRON_MISSING = (
+    "sidekiq-cron not found: apt-get install ruby-sidekiq-cron (Debian's sidekiq-cron 1.8.0)"
+)
+
+
+def require_sidekiq_cron() -> None:
+    """`require_sidekiq`, and sidekiq-cron's gem too (Ruby's ``require 'sidekiq-cron'``)."""
+    require_sidekiq()
+    found = (
+        subprocess.run(
+            ["ruby", "-e", "require 'sidekiq-cron'"], capture_output=True, timeout=60
+        ).returncode
+        == 0
+    )
+    if not found:
+        if os.environ.get("CI"):
+            raise RuntimeError(SIDEKIQ_CRON_MISSING)
+        pytest.skip(SIDEKIQ_CRON_MISSING, allow_module_level=True)
+
+
 def ruby(redis_url: str, script: str, *args: str, stdin: str | None = None) -> str:
     """Run ``tests/ruby/SCRIPT`` against ``redis_url``; returns what it printed."""
     result = subprocess.run(

@@ -97,7 +97,9 @@ class PeriodicJob(ApiObject):
 
     @property
     def catch_up(self) -> bool:
-        return self.fields.get("catch_up", "true") != "false"
+        """Fire the latest missed tick however late: djqueue's default for its own entries;
+        an entry of sidekiq-cron's (no such field) keeps sidekiq-cron's 60-second rule."""
+        return self.fields.get("catch_up", "true" if self.declared else "false") != "false"
 
     @property
     def active_job(self) -> bool:

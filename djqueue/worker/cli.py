@@ -273,8 +273,16 @@ def prepare(app: Any = None) -> None:
         )
 
 
-def run_worker(options: dict[str, Any], settings: Settings | None = None, app: Any = None) -> int:
+def run_worker(
+    options: dict[str, Any],
+    settings: Settings | None = None,
+    app: Any = None,
+    parent: int | None = None,
+) -> int:
     """Run the full runtime until TERM/INT; returns the exit code.
+
+    ``parent``: the pid of a process this one must not outlive (a reloader's), checked at
+    every heartbeat.
 
     ``options`` are the argparse dests of `add_worker_arguments` (None = not given), plus
     ``app`` (``--app MODULE:NAME``). The modules of ``-r`` are imported and the app loaded
@@ -301,7 +309,7 @@ def run_worker(options: dict[str, Any], settings: Settings | None = None, app: A
         try:
             s = config.get_settings()
             if s.processes == 1 and not (s.max_memory or s.max_jobs):
-                code = run_launcher()
+                code = run_launcher(parent)
             else:
                 if threading.current_thread() is not threading.main_thread():
                     raise ConfigurationError("processes", "a swarm runs in the main thread only")
@@ -333,7 +341,7 @@ def run_worker(options: dict[str, Any], settings: Settings | None = None, app: A
 
 def run_launcher(parent: int | None = None) -> int:
     """One worker process, with the settings in force, until TERM/INT (or its recycling);
-    ``parent`` is the pid of the swarm's parent, which it stops without."""
+    ``parent`` is the pid of the process it stops without (a swarm's parent, a reloader)."""
     from .launcher import Launcher
 
     launcher = Launcher(config.get_settings())

@@ -118,7 +118,7 @@ class Launcher:
         #: Why the process is being replaced, once it is (`over_limit`).
         self.recycling: str | None = None
         self._stop_asked = 0.0
-        #: The parent of a swarm's worker process (`djqueue.worker.swarm`), else None.
+        #: The process this one stops without (a swarm's parent, a reloader), else None.
         self.parent: int | None = None
 
     @property
@@ -147,7 +147,7 @@ class Launcher:
         self.manager.tidy()
         self.janitor.run()
         if self.parent is not None and os.getppid() != self.parent and not self.stopping.is_set():
-            logger.warning("the swarm's parent process is gone: stopping")
+            logger.warning("the parent process is gone: stopping")
             self.signal("TERM")
         if self.recycling is None:
             self.recycling = self.over_limit()

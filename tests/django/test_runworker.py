@@ -195,4 +195,9 @@ def test_runworker_reload_restarts_the_worker_when_a_job_module_changes(r, redis
     assert r.lrange("versions", 0, -1) == ["one", "two"], log.read_text()
     assert "changed, reloading" in log.read_text()
     with pytest.raises(StopIteration):
-        next(running)
+        next(running)  # TERM to the reloader, which ends its worker process
+    for identity in r.smembers("processes"):
+        pid = int(identity.split(":")[1])
+        while time.monotonic() < deadline + 30 and os.path.exists(f"/proc/{pid}"):
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{pid}"), "the worker outlived its reloader"

@@ -244,3 +244,7 @@ def test_flask_djqueue_worker_reload_restarts_when_a_module_changes(
     worker.wait_for(lambda: r.scard("processes") == 1, "the new worker")
     r.lpush("queue:default", json.dumps({"class": "t.version", "args": [], "jid": "a2"}))
     worker.wait_for(lambda: r.lrange("versions", 0, -1) == ["one", "two"], "the new version")
+    # The reloader killed: the worker it ran stops too (it watches its parent at each beat).
+    worker.process.kill()
+    worker.process.wait(30)
+    worker.wait_for(lambda: r.scard("processes") == 0, "the worker gone with its reloader")

@@ -9,6 +9,7 @@ around every job.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, cast
 
 from django.apps import apps
@@ -62,7 +63,8 @@ class Command(BaseCommand):
 
             if worker_options.get("processes") not in (None, 1):
                 raise CommandError("--reload runs one worker process: leave out --processes")
-            autoreload.run_with_reloader(run_worker, worker_options)
+            # The worker stops with the reloader's process if that one is killed.
+            autoreload.run_with_reloader(lambda: run_worker(worker_options, parent=os.getppid()))
             return
         signals.worker_forking.connect(close_connections)
         try:
