@@ -52,7 +52,7 @@ def test_an_async_job_that_raises_goes_to_retry_with_its_error(spawn, redis_url,
     (entry,) = [json.loads(raw) for raw in r.zrange("retry", 0, -1)]
     assert entry["jid"] == jid and entry["retry_count"] == 0
     assert (entry["error_class"], entry["error_message"]) == ("ValueError", "no luck")
-    assert f"jid={jid} INFO: fail: " in worker.output()
+    wait_for(lambda: f"jid={jid} INFO: fail: " in worker.output(), what="the log line")
     worker.send(signal.SIGTERM)
     assert worker.wait(30) == 0
 
@@ -64,7 +64,7 @@ def test_an_async_jobs_result_and_its_current_job(spawn, redis_url, r):
     jid = jobs.asleep.perform_later("who", 0)
     wait_for(lambda: r.llen("who"), what="the job")
     assert r.lrange("who", 0, -1) == [f"djqueue-asyncio {jid}"]
-    assert f"class=t.asleep jid={jid} INFO: done: " in worker.output()
+    wait_for(lambda: f"class=t.asleep jid={jid} INFO: done: " in worker.output(), what="log")
     worker.send(signal.SIGTERM)
     assert worker.wait(30) == 0
 
@@ -80,3 +80,44 @@ def test_term_cancels_async_jobs_past_the_timeout_and_they_go_back(spawn, redis_
     assert r.llen("queue:default") == 5
     assert r.llen("never") == 0
     assert "cancelled 5 async job(s) still running" in worker.output()
+
+
+class Tagging:
+    """A middleware with both forms: ``__call__`` for thread-run jobs, ``acall`` for async."""
+
+    def __call__(self, job, payload, queue, call_next):
+        payload["seen_by"] = ["sync"]
+        return call_next()
+
+    async def acall(self, job, payload, queue, call_next):
+        payload.setdefault("seen_by", []).append("acall")
+        try:
+            return await call_next()
+        finally:
+            payload["seen_by"].append("after")
+
+
+def old_style(job, payload, queue, call_next):
+    """A plain middleware with no ``acall``: run in a thread around async jobs."""
+    payload.setdefault("seen_by", []).append("thread")
+    return call_next()
+
+
+@djqueue.job(name="t.aseen")
+async def aseen(key: str) -> None:
+    job = djqueue.current_job()
+    assert job is not None
+    jobs.r().rpush(key, ",".join(job.get("seen_by", [])))
+
+
+def test_server_middleware_wraps_async_jobs_with_acall_or_from_a_thread(worker, r):
+    djqueue.server_middleware.add(Tagging)
+    djqueue.server_middleware.add(old_style)
+    try:
+        worker()
+        aseen.perform_later("seen")
+        wait_for(lambda: r.llen("seen"), what="the job")
+    finally:
+        djqueue.server_middleware.remove(Tagging)
+        djqueue.server_middleware.remove(old_style)
+    assert r.lrange("seen", 0, -1) == ["acall,thread"]
