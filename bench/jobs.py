@@ -61,3 +61,19 @@ def cpu(key: str) -> None:
     _r().set(f"{key}:start", repr(time.time()), nx=True)
     burn()
     _r().incr(key)
+
+
+@job(name="bench.asleep", retry=False)
+async def asleep(key: str, seconds: float) -> None:
+    """An ``async def`` job waiting on I/O (a second by default), then counted done."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+    _r().incr(key)
+
+
+@job(name="bench.tsleep", retry=False)
+def tsleep(key: str, seconds: float) -> None:
+    """The same wait in a plain job, holding a processor thread."""
+    time.sleep(seconds)
+    _r().incr(key)

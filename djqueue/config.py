@@ -38,6 +38,8 @@ class Settings:
     default_queue: str = "default"
     queues: tuple[tuple[str, int], ...] = (("default", 0),)
     concurrency: int = 10
+    #: ``async def`` jobs one process runs at once on its event loop (`djqueue.worker.aio`).
+    async_concurrency: int = 100
     #: Worker processes forked from one parent (`djqueue.worker.swarm`); 0: one per core.
     processes: int = 1
     #: A worker process using more memory than this (MB, resident) is replaced; 0: no limit.
@@ -221,7 +223,13 @@ def _validate(s: Settings) -> None:
         value = getattr(s, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ConfigurationError(name, f"must be an integer >= 0, got {value!r}")
-    for name in ("concurrency", "max_retries", "dead_max_jobs", "max_payload_bytes"):
+    for name in (
+        "concurrency",
+        "async_concurrency",
+        "max_retries",
+        "dead_max_jobs",
+        "max_payload_bytes",
+    ):
         value = getattr(s, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < (name == "concurrency"):
             raise ConfigurationError(name, f"must be a positive integer, got {value!r}")

@@ -44,6 +44,22 @@ def run(payload: Payload, queue: str | None = None, middleware: Chain | None = N
         _current.reset(token)
 
 
+async def arun(payload: Payload, queue: str | None = None) -> Any:
+    """`run` for an ``async def`` job, awaited on the worker's event loop."""
+    definition = registry.lookup(payload["class"])
+    instance = definition.instantiate(payload)
+    token = _current.set(payload)
+    try:
+        return await server_middleware.ainvoke(
+            instance,
+            payload,
+            queue or payload.get("queue", "default"),
+            lambda: definition.aexecute(instance, payload["args"]),
+        )
+    finally:
+        _current.reset(token)
+
+
 def execute_now(item: dict[str, Any]) -> Any:
     """Build the payload exactly as a push would (the client's `normalize`), without writing
     it, and run it here."""

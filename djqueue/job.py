@@ -199,6 +199,8 @@ class FunctionJob(JobHandle):
         super().__init__(self)
         self._retry_in = retry_in
         self._retries_exhausted = retries_exhausted
+        #: An ``async def`` job: the worker runs it on its event loop (`djqueue.worker.aio`).
+        self.job_is_async = inspect.iscoroutinefunction(func)
         self.__name__ = getattr(func, "__name__", name)
         self.__qualname__ = getattr(func, "__qualname__", name)
         self.__module__ = getattr(func, "__module__", __name__)
@@ -218,6 +220,9 @@ class FunctionJob(JobHandle):
 
     def execute(self, instance: Any, args: list[Any]) -> Any:
         return _finish(self.target(*args))
+
+    async def aexecute(self, instance: Any, args: list[Any]) -> Any:
+        return await self.target(*args)
 
     def retry_in(self, count: int, exc: BaseException) -> Any:
         return self._retry_in(count, exc) if self._retry_in else None
@@ -259,6 +264,8 @@ class Job:
 
     job_name: ClassVar[str] = ""
     job_options: ClassVar[dict[str, Any]] = {}
+    #: ``perform`` is ``async def``: the worker runs it on its event loop.
+    job_is_async: ClassVar[bool] = False
     jid: str | None = None
     payload: dict[str, Any] | None = None
 
@@ -281,6 +288,7 @@ class Job:
     ) -> None:
         super().__init_subclass__()
         cls.job_options = {**cls.job_options, **check_options(_payload_options(options))}
+        cls.job_is_async = inspect.iscoroutinefunction(cls.perform)
         if abstract or cls.perform is Job.perform:
             return
         cls.job_name = name or f"{cls.__module__}.{cls.__qualname__}"
@@ -301,6 +309,10 @@ class Job:
     @classmethod
     def execute(cls, instance: Job, args: list[Any]) -> Any:
         return _finish(instance.perform(*args))
+
+    @classmethod
+    async def aexecute(cls, instance: Job, args: list[Any]) -> Any:
+        return await instance.perform(*args)
 
     @classmethod
     def retry_in(cls, count: int, exc: BaseException) -> Any:

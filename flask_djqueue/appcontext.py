@@ -66,3 +66,16 @@ class AppContext:
             return call_next()
         with job_context(app, payload):
             return call_next()
+
+    async def acall(
+        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
+    ) -> Any:
+        """For ``async def`` jobs: Flask keeps its app context in a context variable, so each
+        job's task has its own."""
+        if has_app_context() and g.get(_JOB) is payload:
+            return await call_next()
+        app = job_app()
+        if app is None:
+            return await call_next()
+        with job_context(app, payload):
+            return await call_next()

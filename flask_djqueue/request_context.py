@@ -95,3 +95,16 @@ class RequestContext:
             return call_next()
         with context.bind(**values):
             return call_next()
+
+    async def acall(
+        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
+    ) -> Any:
+        """For ``async def`` jobs (the values live in a context variable: per job task)."""
+        state = current_state()
+        if state is None:
+            return await call_next()
+        values = context.carried(payload, state.options.context_keys)
+        if not values:
+            return await call_next()
+        with context.bind(**values):
+            return await call_next()

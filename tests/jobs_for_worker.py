@@ -6,6 +6,7 @@ restarts), so the tests assert on what a user would see.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -163,3 +164,23 @@ def hog(key: str, megabytes: int) -> None:
     """Keeps ``megabytes`` of memory for the life of its process, as a leaking job does."""
     _hoard.append(os.urandom(megabytes * 1024 * 1024))
     r().rpush(key, os.getpid())
+
+
+@djqueue.job(name="t.asleep")
+async def asleep(key: str, seconds: float) -> None:
+    """An ``async def`` job: awaits, then records the thread it ran on and its jid."""
+    await asyncio.sleep(seconds)
+    job = djqueue.current_job()
+    r().rpush(key, f"{threading.current_thread().name} {job and job['jid']}")
+
+
+@djqueue.job(name="t.afail", retry=3)
+async def afail(message: str) -> None:
+    await asyncio.sleep(0)
+    raise ValueError(message)
+
+
+@djqueue.job(name="t.aadd", retention=60)
+async def aadd(a: int, b: int) -> int:
+    await asyncio.sleep(0.01)
+    return a + b

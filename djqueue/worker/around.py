@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager, ExitStack
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .aio import AsyncHandler, AsyncStep
     from .fetch import Unit
     from .processor import Handler, Step
 
@@ -55,5 +56,21 @@ def step() -> Step | None:
             for factory in factories:
                 stack.enter_context(factory(payload))
             return inner(unit, payload)
+
+    return enter
+
+
+def astep() -> AsyncStep | None:
+    """`step` for ``async def`` jobs: the same contexts, entered in the job's own task (Flask's
+    app context lives in a context variable, so each task has its own)."""
+    factories = _factories
+    if not factories:
+        return None
+
+    async def enter(unit: Unit, payload: dict[str, Any], inner: AsyncHandler) -> Any:
+        with ExitStack() as stack:
+            for factory in factories:
+                stack.enter_context(factory(payload))
+            return await inner(unit, payload)
 
     return enter

@@ -169,6 +169,19 @@ class JobBuffer:
             else:
                 self.average += (seconds - self.average) * SMOOTHING
 
+    def handed_off(self) -> None:
+        """A processor passed its job to the event loop (`djqueue.worker.aio`) and is free
+        for the next: the job no longer counts against the thread processors."""
+        with self._lock:
+            self.running -= 1
+
+    def settled(self, unit: Unit, seconds: float) -> None:
+        """An async job has run: acknowledged with the next call. Its duration is left out
+        of the average, which sizes batches for the thread processors."""
+        with self._lock:
+            if not unit.acked:
+                self.acks.append(unit)
+
     def give_back(self, unit: Unit) -> None:
         """An unstarted job back to the front of the buffer (taken while going quiet)."""
         with self._lock:

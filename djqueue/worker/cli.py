@@ -33,6 +33,7 @@ from ..errors import ConfigurationError, DjQueueError
 #: Options that map to a Settings field of the same name.
 _SETTING_OPTIONS = (
     "concurrency",
+    "async_concurrency",
     "timeout",
     "redis_url",
     "namespace",
@@ -92,6 +93,14 @@ def add_worker_arguments(
         default=None,
         metavar="N",
         help=f"processor threads, jobs run at once ({default('concurrency', now.concurrency)})",
+    )
+    parser.add_argument(
+        "--async-concurrency",
+        type=int,
+        default=None,
+        metavar="N",
+        help="async def jobs run at once on the process's event loop "
+        f"({default('async_concurrency', now.async_concurrency)})",
     )
     parser.add_argument(
         "-p",

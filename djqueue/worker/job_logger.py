@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
@@ -49,39 +49,95 @@ class JobLogger:
             try:
                 inner(unit, payload)
             except BaseException as exc:
-                elapsed = time.perf_counter() - started
-                if info:
-                    _info(f"fail: {elapsed:.3f} sec", elapsed)
-                logger.warning(
-                    "%s: %s",
-                    type(exc).__name__,
-                    exc,
-                    exc_info=(type(exc), exc, _job_frames(exc.__traceback__)),
-                    extra={"elapsed": elapsed},
-                )
+                self.failed(exc, started, info)
                 raise
             if info:
-                elapsed = time.perf_counter() - started
-                _info(f"done: {elapsed:.3f} sec", elapsed)
+                self.done(started)
         finally:
             job_context.reset(token)
+
+    async def acall(
+        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
+    ) -> None:
+        """`__call__` for an ``async def`` job."""
+        token = bind_job(payload)
+        info = logger.isEnabledFor(logging.INFO)
+        try:
+            if info:
+                _info("start")
+            started = time.perf_counter()
+            try:
+                await inner(unit, payload)
+            except BaseException as exc:
+                self.failed(exc, started, info)
+                raise
+            if info:
+                self.done(started)
+        finally:
+            job_context.reset(token)
+
+    @staticmethod
+    def done(started: float) -> None:
+        elapsed = time.perf_counter() - started
+        _info(f"done: {elapsed:.3f} sec", elapsed)
+
+    @staticmethod
+    def failed(exc: BaseException, started: float, info: bool) -> None:
+        elapsed = time.perf_counter() - started
+        if info:
+            _info(f"fail: {elapsed:.3f} sec", elapsed)
+        logger.warning(
+            "%s: %s",
+            type(exc).__name__,
+            exc,
+            exc_info=(type(exc), exc, _job_frames(exc.__traceback__)),
+            extra={"elapsed": elapsed},
+        )
 
 
 class JobSignals:
     """Sends ``job_started``, then ``job_succeeded`` or ``job_failed`` (djqueue.signals)."""
 
     def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
-        name = payload["class"]
-        if signals.job_started.receivers:
-            signals.job_started.send(name, payload=payload)
-        started = time.perf_counter()
+        started = self.started(payload)
         try:
             inner(unit, payload)
         except BaseException as exc:
-            if signals.job_failed.receivers:
-                signals.job_failed.send(
-                    name, payload=payload, exception=exc, elapsed=time.perf_counter() - started
-                )
+            self.failed(payload, exc, started)
             raise
+        self.succeeded(payload, started)
+
+    async def acall(
+        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
+    ) -> None:
+        """`__call__` for an ``async def`` job."""
+        started = self.started(payload)
+        try:
+            await inner(unit, payload)
+        except BaseException as exc:
+            self.failed(payload, exc, started)
+            raise
+        self.succeeded(payload, started)
+
+    @staticmethod
+    def started(payload: dict[str, Any]) -> float:
+        if signals.job_started.receivers:
+            signals.job_started.send(payload["class"], payload=payload)
+        return time.perf_counter()
+
+    @staticmethod
+    def failed(payload: dict[str, Any], exc: BaseException, started: float) -> None:
+        if signals.job_failed.receivers:
+            signals.job_failed.send(
+                payload["class"],
+                payload=payload,
+                exception=exc,
+                elapsed=time.perf_counter() - started,
+            )
+
+    @staticmethod
+    def succeeded(payload: dict[str, Any], started: float) -> None:
         if signals.job_succeeded.receivers:
-            signals.job_succeeded.send(name, payload=payload, elapsed=time.perf_counter() - started)
+            signals.job_succeeded.send(
+                payload["class"], payload=payload, elapsed=time.perf_counter() - started
+            )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import registry, retry, signals
@@ -42,6 +42,16 @@ class JobRetry:
     def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
         try:
             inner(unit, payload)
+        except JOB_ERRORS as exc:
+            self.failed(unit, exc)
+
+    async def acall(
+        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
+    ) -> None:
+        """`__call__` for an ``async def`` job; the failure is written from the loop's thread
+        (one short Redis call; other jobs on the loop wait that long)."""
+        try:
+            await inner(unit, payload)
         except JOB_ERRORS as exc:
             self.failed(unit, exc)
 

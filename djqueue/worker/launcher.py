@@ -226,6 +226,7 @@ class Launcher:
         deadline = time.monotonic() + self.settings.timeout
         self.quiet()
         pushed = self.manager.stop(deadline, self.forced)
+        self.manager.aio.stop()
         self.poller.stop()
         self.cron_poller.stop()
         self.duties.stop()

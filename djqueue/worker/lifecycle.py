@@ -14,7 +14,7 @@ it returned or raised, and is not retried.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import retry, running
@@ -35,16 +35,43 @@ class Lifecycle:
             try:
                 value = inner(unit, payload)
             except JOB_ERRORS as exc:
-                if not running.stop_requested(jid):
-                    raise
-                unit.ending = ("cancelled", "", retry.error_class(exc), retry.error_message(exc))
+                self.raised(unit, jid, exc)
                 return
-            if running.stop_requested(jid):
-                unit.ending = ("cancelled", "", "", "")
-            else:
-                unit.ending = ("completed", self.to_json(payload, value), "", "")
+            self.returned(unit, payload, jid, value)
         finally:
             running.forget(jid)
+
+    async def acall(
+        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
+    ) -> None:
+        """`__call__` for an ``async def`` job."""
+        if "retention" not in payload:
+            await inner(unit, payload)
+            return
+        jid = payload.get("jid")
+        try:
+            try:
+                value = await inner(unit, payload)
+            except JOB_ERRORS as exc:
+                self.raised(unit, jid, exc)
+                return
+            self.returned(unit, payload, jid, value)
+        finally:
+            running.forget(jid)
+
+    @staticmethod
+    def raised(unit: Unit, jid: Any, exc: BaseException) -> None:
+        """A job asked to stop ends cancelled whatever it raised; any other error goes on to
+        the retry step."""
+        if not running.stop_requested(jid):
+            raise exc
+        unit.ending = ("cancelled", "", retry.error_class(exc), retry.error_message(exc))
+
+    def returned(self, unit: Unit, payload: dict[str, Any], jid: Any, value: Any) -> None:
+        if running.stop_requested(jid):
+            unit.ending = ("cancelled", "", "", "")
+        else:
+            unit.ending = ("completed", self.to_json(payload, value), "", "")
 
     @staticmethod
     def to_json(payload: dict[str, Any], value: Any) -> str:

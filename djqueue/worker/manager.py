@@ -16,6 +16,7 @@ from typing import Any
 from ..config import Settings
 from ..store import JobStore
 from . import around
+from .aio import AsyncRunner, AsyncStep, acompose
 from .backoff import REDIS_ERRORS
 from .buffer import JobBuffer
 from .fetch import Fetcher
@@ -54,6 +55,15 @@ class Manager:
         #: the extra step.
         guard = RecoveryGuard(fetcher.lists, self.retry, stats, self.hard_stop)
         self.recovered_handler = compose([*outer, guard, *steps])
+        # The same steps as coroutines, for ``async def`` jobs on the event loop.
+        aouter = [step] if (step := around.astep()) is not None else []
+        asteps: list[AsyncStep] = [getattr(s, "acall") for s in steps]  # noqa: B009
+        self.aio = AsyncRunner(
+            self,
+            settings.async_concurrency,
+            acompose([*aouter, *asteps]),
+            acompose([*aouter, guard.acall, *asteps]),
+        )
         self.processors: set[Processor] = set()
         self._lock = threading.Lock()
         self._count = 0
@@ -110,8 +120,8 @@ class Manager:
     def in_hand(self) -> Counter[tuple[str, bytes]]:
         """Jobs this process holds (running, buffered, or waiting for their ack), by queue."""
         held = self.buffer.held()
-        for processor in list(self.processors):
-            unit = processor.unit
+        running = [p.unit for p in list(self.processors)] + self.aio.units()
+        for unit in running:
             if unit is not None and not unit.acked:
                 held[(unit.queue, unit.raw)] += 1
         return held
@@ -124,6 +134,11 @@ class Manager:
         forced = forced or threading.Event()
         self.quiet()
         self._wait(deadline, lambda p: True, forced)
+        while self.aio.busy() and time.monotonic() < deadline and not forced.is_set():
+            forced.wait(0.05)
+        cancelled = self.aio.cancel()
+        if cancelled:
+            logger.warning("cancelled %d async job(s) still running; they go back", cancelled)
         # A processor between jobs (fetching, or waiting in BLMOVE) returns within the block
         # timeout, possibly with a job; let it put that back before the final push-back, which
         # must come after every move into our working lists.

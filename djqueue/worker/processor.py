@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import executor
+from .. import executor, registry
 from ..errors import MalformedJob
 from ..payload import loads
 from ..running import RunningJob
@@ -94,22 +94,33 @@ class Processor:
                 continue
             self.unit = unit
             started = time.monotonic()
-            self.process(unit)
+            handed_off = self.process(unit)
             self.unit = None
-            buffer.finished(unit, time.monotonic() - started)
+            if not handed_off:
+                buffer.finished(unit, time.monotonic() - started)
 
-    def process(self, unit: Unit) -> None:
+    def process(self, unit: Unit) -> bool:
+        """Run ``unit`` here, or hand an ``async def`` job to the event loop (True: the loop
+        or the buffer has it now, and reports its end itself)."""
         try:
             # A dict still, with ``cancelled`` for `djqueue.current_job()` (djqueue.running).
             payload = RunningJob(loads(unit.raw))
         except MalformedJob as exc:
             self.manager.stats.count(failed=True)
             self.manager.retry.bury_malformed(unit, exc)
-            return
+            return False
+        definition = registry.get(payload["class"])
+        if getattr(definition, "job_is_async", False):
+            if self.manager.aio.submit(unit, payload):
+                self.buffer.handed_off()
+            else:
+                self.buffer.give_back(unit)
+            return True
         if unit.recovered:
             self.manager.recovered_handler(unit, payload)
         else:
             self.manager.handler(unit, payload)
+        return False
 
     def leave(self) -> None:
         """Going quiet: acknowledge what finished and send unstarted jobs back to their queues,

@@ -14,8 +14,9 @@ takes no innocent recovered job down with it.
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..store import WorkingLists
@@ -41,24 +42,57 @@ class RecoveryGuard:
         self.stats = stats
         self.stop = stop
         self._one_at_a_time = threading.Lock()
+        self._async_lock: asyncio.Lock | None = None
 
     def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> Any:
         jid = payload.get("jid")
         if not unit.recovered or not isinstance(jid, str):
             return inner(unit, payload)
         with self._one_at_a_time:
-            starts = keep_trying(lambda: self.lists.count_start(jid), "counting a start", self.stop)
+            starts = self.count_start(jid)
             try:
                 if starts < DEATHS:
                     return inner(unit, payload)
-                logger.error(
-                    "%s %s: its process died while running it %d times; moved to the dead set",
-                    payload.get("class"),
-                    jid,
-                    starts,
-                )
-                self.stats.count(failed=True)
-                self.retry.died(unit, payload, starts)
+                self.bury(unit, payload, starts)
                 return None
             finally:
-                keep_trying(lambda: self.lists.forget_start(jid), "ending a recovery", self.stop)
+                self.forget_start(jid)
+
+    async def acall(
+        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
+    ) -> Any:
+        """`__call__` for an ``async def`` job. Recovered async jobs run one at a time too,
+        each waiting its turn on the loop rather than blocking it."""
+        jid = payload.get("jid")
+        if not unit.recovered or not isinstance(jid, str):
+            return await inner(unit, payload)
+        async with self._async_turn():
+            starts = self.count_start(jid)
+            try:
+                if starts < DEATHS:
+                    return await inner(unit, payload)
+                self.bury(unit, payload, starts)
+                return None
+            finally:
+                self.forget_start(jid)
+
+    def _async_turn(self) -> asyncio.Lock:
+        if self._async_lock is None:
+            self._async_lock = asyncio.Lock()
+        return self._async_lock
+
+    def count_start(self, jid: str) -> int:
+        return keep_trying(lambda: self.lists.count_start(jid), "counting a start", self.stop)
+
+    def forget_start(self, jid: str) -> None:
+        keep_trying(lambda: self.lists.forget_start(jid), "ending a recovery", self.stop)
+
+    def bury(self, unit: Unit, payload: dict[str, Any], starts: int) -> None:
+        logger.error(
+            "%s %s: its process died while running it %d times; moved to the dead set",
+            payload.get("class"),
+            payload.get("jid"),
+            starts,
+        )
+        self.stats.count(failed=True)
+        self.retry.died(unit, payload, starts)

@@ -6,9 +6,10 @@ INCRBY once per beat (Sidekiq does the same), so ``stat:processed`` lags by one 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .fetch import Unit
@@ -37,6 +38,23 @@ class Stats:
         failed = False
         try:
             inner(unit, payload)
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            del self.work[key]
+            self.count(failed)
+
+    async def acall(
+        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
+    ) -> None:
+        """`__call__` for an ``async def`` job: its busy-work entry is keyed by its task, not
+        by the loop's thread, which runs many jobs at once."""
+        key = tid(id(asyncio.current_task()))
+        self.work[key] = {"queue": unit.queue, "payload": unit.raw, "run_at": int(time.time())}
+        failed = False
+        try:
+            await inner(unit, payload)
         except BaseException:
             failed = True
             raise

@@ -104,6 +104,18 @@ def test_two_worker_processes_each_with_its_own_database_connection(client, r, r
         next(running)
 
 
+def test_an_async_job_uses_the_async_orm_on_the_event_loop(r, worker):
+    from tests.django.testapp.jobs import mark_order_async
+
+    orders = [Order.objects.create(name=f"async{n}") for n in range(20)]
+    for order in orders:
+        mark_order_async.perform_later(order.id)
+    reports = wait_for(r, "async-order", count=20, log=worker)
+    assert sorted(report["order_id"] for report in reports) == sorted(o.id for o in orders)
+    assert Order.objects.filter(seen_by_job=True).count() == 20
+    assert "fail:" not in worker.read_text()
+
+
 def test_request_context_and_log_lines_in_the_worker(client, r, worker):
     user = User.objects.create_user("grace")
     client.force_login(user)

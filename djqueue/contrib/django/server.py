@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import connections
 from django.utils import translation
 
@@ -41,6 +42,17 @@ class DatabaseConnections:
         finally:
             close_old_connections()
 
+    async def acall(
+        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
+    ) -> Any:
+        """For ``async def`` jobs: the async ORM runs its queries in asgiref's one thread for
+        sync code, so the connections to close are that thread's."""
+        await sync_to_async(close_old_connections)()
+        try:
+            return await call_next()
+        finally:
+            await sync_to_async(close_old_connections)()
+
 
 class RequestContext:
     def __call__(
@@ -55,3 +67,18 @@ class RequestContext:
                 with translation.override(language):
                     return call_next()
             return call_next()
+
+    async def acall(
+        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
+    ) -> Any:
+        """For ``async def`` jobs; the values and the language live in context variables
+        (Django's translation state is asgiref's context-aware Local), so per job task."""
+        values = context.carried(payload)
+        if not values:
+            return await call_next()
+        with context.bind(**values):
+            language = values.get("language")
+            if isinstance(language, str) and language:
+                with translation.override(language):
+                    return await call_next()
+            return await call_next()

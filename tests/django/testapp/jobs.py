@@ -32,6 +32,15 @@ def mark_order(order_id: int) -> None:
 
 
 @djqueue.job
+async def mark_order_async(order_id: int) -> None:
+    """mark_order with Django's async ORM, on the worker's event loop."""
+    order = await Order.objects.aget(pk=order_id)
+    order.seen_by_job = True
+    await order.asave(update_fields=["seen_by_job"])
+    record("async-order", order_id=order_id, name=order.name)
+
+
+@djqueue.job
 def mark_order_in(database: str, order_id: int) -> None:
     """mark_order for a row in any database (the outbox tests run on both)."""
     order = Order.objects.using(database).get(pk=order_id)

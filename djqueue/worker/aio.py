@@ -1,0 +1,150 @@
+"""Native ``async def`` jobs: one event loop per worker process, in a thread of its own.
+
+A processor thread that takes an ``async def`` job does not run it: it hands it to the loop
+(`AsyncRunner.submit`) and goes back for the next job. The loop runs up to
+``async_concurrency`` such jobs at once (100 by default), so a thousand jobs awaiting the
+network need a few threads, not a thousand. Everything else is shared with the thread
+processors: the batched fetch and acknowledgements (a finished async job is acknowledged with
+the next fetch, like any other), the retry step, the log lines, the signals, the busy table,
+job tracking and crash recovery, each as the ``acall`` coroutine of the same step; server
+middleware wraps the job through its ``acall`` (`djqueue.middleware.Chain.ainvoke`).
+
+When ``async_concurrency`` jobs are running, the processor holding the next one waits for a
+slot: the backpressure that keeps a process from fetching more than it can run.
+
+Shutdown: running async jobs get the same ``--timeout`` as the others; those still running
+then are cancelled (``asyncio.CancelledError`` inside the job: ``finally`` blocks run) and,
+never acknowledged, go back to their queues with everything else the process held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import executor
+from .fetch import Unit
+from .log import logger
+
+if TYPE_CHECKING:
+    from .manager import Manager
+
+AsyncHandler = Callable[[Unit, dict[str, Any]], Awaitable[Any]]
+AsyncStep = Callable[[Unit, dict[str, Any], AsyncHandler], Awaitable[Any]]
+
+
+async def _run_job(unit: Unit, payload: dict[str, Any]) -> Any:
+    return await executor.arun(payload, unit.queue)
+
+
+def acompose(steps: Sequence[AsyncStep], final: AsyncHandler = _run_job) -> AsyncHandler:
+    """`djqueue.worker.processor.compose` for coroutines: ``steps[0]`` outermost."""
+    handler = final
+    for step in reversed(steps):
+
+        async def bound(
+            unit: Unit, payload: dict[str, Any], step: AsyncStep = step, inner: Any = handler
+        ) -> Any:
+            return await step(unit, payload, inner)
+
+        handler = bound
+    return handler
+
+
+class AsyncRunner:
+    """The loop of one process and the async jobs on it. The loop's thread starts with the
+    first async job, so a process with none pays nothing."""
+
+    def __init__(
+        self, manager: Manager, limit: int, handler: AsyncHandler, recovered: AsyncHandler
+    ) -> None:
+        self.manager = manager
+        self.limit = limit
+        self.handler = handler
+        self.recovered_handler = recovered
+        self.slots = threading.BoundedSemaphore(limit)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread: threading.Thread | None = None
+        #: The jobs on the loop now, with their futures (for `in_hand` and shutdown).
+        self.running: dict[int, tuple[Unit, Any]] = {}
+        self._lock = threading.Lock()
+
+    # -- from processor threads ------------------------------------------------------------------
+
+    def submit(self, unit: Unit, payload: dict[str, Any]) -> bool:
+        """Start ``unit`` on the loop once a slot is free; False if the process went quiet
+        while waiting (the caller gives the job back)."""
+        while not self.slots.acquire(timeout=0.1):
+            if self.manager.quieting.is_set():
+                return False
+        loop = self._loop()
+        handler = self.recovered_handler if unit.recovered else self.handler
+        with self._lock:
+            future = asyncio.run_coroutine_threadsafe(self._run(unit, payload, handler), loop)
+            self.running[id(unit)] = (unit, future)
+        return True
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self.loop is None:
+                self.loop = asyncio.new_event_loop()
+                self.thread = threading.Thread(
+                    target=self.loop.run_forever, name="djqueue-asyncio", daemon=True
+                )
+                self.thread.start()
+            return self.loop
+
+    # -- on the loop -------------------------------------------------------------------------------
+
+    async def _run(self, unit: Unit, payload: dict[str, Any], handler: AsyncHandler) -> None:
+        started = time.monotonic()
+        cancelled = False
+        try:
+            await handler(unit, payload)
+        except asyncio.CancelledError:
+            cancelled = True  # shutdown: never acknowledged, it goes back to its queue
+        except BaseException as exc:  # noqa: BLE001 - past the retry step: settle it as failed
+            logger.error("async job %s failed outside its steps", payload.get("jid"), exc_info=exc)
+            try:
+                if not unit.acked:
+                    self.manager.retry.failed(unit, exc)
+            except Exception:  # noqa: BLE001 - it stays in the working list; not lost
+                logger.exception("could not settle async job %s", payload.get("jid"))
+        finally:
+            with self._lock:
+                self.running.pop(id(unit), None)
+            self.slots.release()
+            if not cancelled:
+                self.manager.buffer.settled(unit, time.monotonic() - started)
+
+    # -- shutdown ---------------------------------------------------------------------------------
+
+    def busy(self) -> int:
+        with self._lock:
+            return len(self.running)
+
+    def units(self) -> list[Unit]:
+        with self._lock:
+            return [unit for unit, _ in self.running.values()]
+
+    def cancel(self, wait: float = 2.0) -> int:
+        """Cancel the jobs still running; returns how many were. Waits up to ``wait`` seconds
+        for them to unwind."""
+        with self._lock:
+            futures = [future for _, future in self.running.values()]
+        if not futures or self.loop is None:
+            return 0
+        for future in futures:
+            self.loop.call_soon_threadsafe(future.cancel)
+        deadline = time.monotonic() + wait
+        while self.busy() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return len(futures)
+
+    def stop(self) -> None:
+        if self.loop is not None and self.thread is not None:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(5)
