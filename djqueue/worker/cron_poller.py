@@ -26,6 +26,8 @@ import math
 import threading
 import time
 
+import redis
+
 from ..api.periodic import PeriodicJob, PeriodicSet
 from ..config import Settings
 from ..cron import iso
@@ -41,8 +43,10 @@ MAX_LATE = 60
 
 
 class CronPoller:
-    def __init__(self, settings: Settings, redis_client: object, reload: float = RELOAD) -> None:
-        self.entries = PeriodicSet(settings=settings, redis_client=redis_client)  # type: ignore[arg-type]
+    def __init__(
+        self, settings: Settings, redis_client: redis.Redis, reload: float = RELOAD
+    ) -> None:
+        self.entries = PeriodicSet(settings=settings, redis_client=redis_client)
         self.reload = reload
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self.run, name="djqueue-cron", daemon=True)
