@@ -26,6 +26,7 @@ def sidekiq(redis_url, r):
         r.set("api:release", "1")
 
 
+@pytest.mark.long
 def test_process_busy_work_and_stop(sidekiq, r):
     client = djqueue.Client()
     jid = client.push({"class": "ApiBusy", "args": ["one"]})

@@ -25,6 +25,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from djqueue.api import PeriodicSet
 from djqueue.config import get_settings
 from djqueue.cron import CronSchedule
@@ -34,6 +36,7 @@ from .sidekiq_support import require_sidekiq_cron, ruby, sidekiq_process
 from .worker_support import wait_for
 
 require_sidekiq_cron()
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 EVERY_SECOND = "* * * * * *"
 #: A schedule that never fires during a test: keeps tests.periodic_jobs' own entry quiet.

@@ -21,7 +21,7 @@ from djqueue.cron import CronSchedule
 
 from .worker_support import wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
 def claims(r, name="p.tick") -> list[float]:

@@ -211,6 +211,7 @@ def test_kill_9_loses_no_job(spawn, redis_url, r, tmp_path):
     assert not r.keys("working:*")
 
 
+@pytest.mark.long
 def test_redis_restarts_under_a_running_worker(spawn, tmp_path):
     """Redis (AOF, appendfsync always) restarts twice mid-run; the worker reconnects by itself
     and every job runs."""

@@ -64,6 +64,7 @@ def test_term_lets_every_child_finish_its_job_then_the_parent_exits_0(spawn, red
     assert "INT again" not in parent.output() and "TERM again" not in parent.output()
 
 
+@pytest.mark.long
 def test_a_child_over_max_memory_is_replaced_and_no_job_is_lost(spawn, redis_url, r):
     parent = spawn(redis_url, "--processes", "1", "--max-memory", "150", "-c", "2")
     wait_for(lambda: len(identities(r)) == 1, what="the worker")
@@ -82,6 +83,7 @@ def test_a_child_over_max_memory_is_replaced_and_no_job_is_lost(spawn, redis_url
     assert parent.wait(30) == 0
 
 
+@pytest.mark.long
 def test_max_jobs_replaces_a_child_after_that_many_jobs(spawn, redis_url, r):
     parent = spawn(redis_url, "--max-jobs", "50", "-c", "2")
     wait_for(lambda: len(identities(r)) == 1, what="the worker")

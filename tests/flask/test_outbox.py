@@ -212,6 +212,7 @@ def test_kill_9_between_commit_and_push_the_job_still_runs(
     wait_for(lambda: not rows(app), what="the row deleted", log=log)
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_two_workers_relay_1000_rows_each_pushed_once(
     app: flask.Flask, redis_url: str, database: str, r: redis.Redis, workers: list[Any], tmp_path

@@ -222,6 +222,7 @@ def test_flask_djqueue_reports_and_help(run: Any, app: flask.Flask, r: redis.Red
     assert "usage: flask djqueue worker" in helped.output()
 
 
+@pytest.mark.long
 def test_flask_djqueue_worker_reload_restarts_when_a_module_changes(
     run: Any, r: redis.Redis, tmp_path: Path
 ) -> None:
