@@ -240,3 +240,24 @@ def test_two_workers_relay_1000_rows_each_pushed_once(
         assert process.wait(30) == 0
     workers.clear()
     assert processed() == 1000 and r.llen("queue:default") == 0
+
+
+def test_the_dashboard_and_flask_djqueue_stats_show_the_outbox(
+    app: flask.Flask, r: redis.Redis
+) -> None:
+    from flask_djqueue.dashboard import dashboard_blueprint
+
+    app.config["SECRET_KEY"] = "test"
+    app.register_blueprint(dashboard_blueprint(auth=lambda permission: True), url_prefix="/jobs")
+    with app.app_context(), db.engine.begin() as connection:
+        connection.execute(
+            outbox_table.insert().values(jid="x", payload="{}", created_at=time.time() - 42)
+        )
+    page = app.test_client().get("/jobs/").get_data(as_text=True)
+    assert "Outbox" in page and "Oldest outbox row (s)" in page
+    live = app.test_client().get("/jobs/live").get_json()
+    assert live["figures"]["outbox"] == "1" and 41 <= int(live["figures"]["outbox_age"]) <= 60
+    result = app.test_cli_runner().invoke(args=["djqueue", "stats"])
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("outbox")]
+    assert line.startswith("outbox     1 (oldest 4")
