@@ -81,17 +81,32 @@ class CronSchedule:
 
     def previous(self, at: float) -> float:
         """The latest tick at or before ``at``."""
-        start = self._start(at) + _ONE_MICROSECOND
-        return next(CronSim(self.fields, start, reverse=True)).timestamp()
+        start = self._start(at)
+        if _repeated(start):
+            # In the hour repeated when clocks go back, cronsim reads the wall time as its
+            # first occurrence (it ignores ``fold``) and would step back from an hour too
+            # early: step back from an hour later instead, past what is after ``at``.
+            start = self._start(at + 3600)
+        for tick in CronSim(self.fields, start + _ONE_MICROSECOND, reverse=True):
+            if tick.timestamp() <= at:
+                return tick.timestamp()
+        raise AssertionError("unreachable: a cron expression always has an earlier tick")
 
     def next(self, at: float) -> float:
         """The first tick strictly after ``at``."""
-        return next(CronSim(self.fields, self._start(at))).timestamp()
+        return self.upcoming(at, 1)[0]
 
     def upcoming(self, at: float, count: int) -> list[float]:
-        """The next ``count`` ticks after ``at``."""
-        it = CronSim(self.fields, self._start(at))
-        return [next(it).timestamp() for _ in range(count)]
+        """The next ``count`` ticks after ``at``. In the hour repeated when clocks go back,
+        cronsim starts from the wall time's first occurrence and so yields ticks already
+        past: those are skipped."""
+        ticks: list[float] = []
+        for tick in CronSim(self.fields, self._start(at)):
+            if tick.timestamp() > at:
+                ticks.append(tick.timestamp())
+                if len(ticks) == count:
+                    return ticks
+        raise AssertionError("unreachable: a cron expression always has a later tick")
 
     def describe(self) -> str:
         """cronsim's English reading ("Every 15th minute of every hour"), with the zone."""
@@ -100,6 +115,12 @@ class CronSchedule:
         except Exception:  # explain() is best effort: it covers the common forms only
             text = self.text
         return text if self.zone_name == "UTC" else f"{text} ({self.zone_name})"
+
+
+def _repeated(moment: dt.datetime) -> bool:
+    """Whether ``moment``'s wall time happens twice (the hour clocks go back)."""
+    other = moment.replace(fold=1 - moment.fold)
+    return other.utcoffset() != moment.utcoffset()
 
 
 def is_zone(name: str) -> bool:

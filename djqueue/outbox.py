@@ -3,7 +3,8 @@
 With enqueue-on-commit a job is pushed after its data commits; if Redis cannot be reached at
 that moment the job is lost while the data stays. With the outbox, the push writes a row (the
 job's JSON) into a table in the same database transaction as the data instead; after the
-commit the pushing process pushes the job at once and deletes the row, and rows left behind
+commit the pushing process claims its rows, pushes the jobs at once and deletes the rows (as a
+relay would: `push_own`), and rows left behind
 (Redis was down, the process died in between) are pushed by the workers' relay duty. The
 Django app and flask_djqueue own the table and the transactions; this module holds what they
 share: the row's text, the push of claimed rows, the relay round, and the figures.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -72,11 +74,13 @@ class Source(Protocol):
 
     name: str
 
-    def claim(self, cutoff: float, limit: int) -> AbstractContextManager[list[Row]]:
-        """A database transaction holding up to ``limit`` rows created before ``cutoff``,
-        oldest first, already deleted in it, and taken by nobody else (``SELECT ... FOR
-        UPDATE SKIP LOCKED`` where the database has it); committed when the block ends,
-        rolled back if it raises."""
+    def claim(
+        self, cutoff: float, limit: int, ids: Sequence[int] | None = None
+    ) -> AbstractContextManager[list[Row]]:
+        """A database transaction holding up to ``limit`` rows created before ``cutoff`` (or,
+        with ``ids``, those of the rows still there), oldest first, already deleted in it, and
+        taken by nobody else (``SELECT ... FOR UPDATE SKIP LOCKED`` where the database has
+        it); committed when the block ends, rolled back if it raises."""
 
     def figures(self) -> tuple[int, float | None]:
         """The row count and the oldest row's ``created_at``."""
@@ -180,18 +184,21 @@ def published(settings: Settings | None = None) -> tuple[OutboxStats, float] | N
     return OutboxStats.of(figures.size, figures.oldest, now), max(0.0, now - figures.at)
 
 
-def push_then_forget(write: Callable[[], object], forget: Callable[[], object]) -> bool:
-    """After a commit: push (``write``), then delete the rows (``forget``). Nothing raises to
-    the committing code, whose data is safe either way: a push that fails leaves the rows to
-    the relay (logged as a warning), a delete that fails leaves rows a relay pushes again.
-    Returns whether the push went through."""
+def push_own(source: Source, ids: Sequence[int], client: Client | None = None) -> bool:
+    """After a commit, the writing process's own push of its rows ``ids``: claimed as a relay
+    claims rows (deleted in a transaction, rows a relay holds skipped or waited for), pushed,
+    then committed. A relay that took a row first (the transaction outlived the grace) leaves
+    nothing to push here, so a slow transaction's job is not pushed twice. Nothing raises to
+    the committing code, whose data is safe either way: a push that fails rolls the deletion
+    back and leaves the rows to the relay (logged as a warning). Returns whether every push
+    went through."""
     try:
-        write()
+        for start in range(0, len(ids), BATCH_SIZE):
+            chunk = ids[start : start + BATCH_SIZE]
+            with source.claim(math.inf, len(chunk), chunk) as rows:
+                if rows:
+                    push_rows(rows, client)
     except Exception as exc:
         logger.warning("outbox: push after commit failed (%s); a worker's relay will push it", exc)
         return False
-    try:
-        forget()
-    except Exception as exc:
-        logger.warning("outbox: could not delete pushed rows (%s); they will be pushed again", exc)
     return True

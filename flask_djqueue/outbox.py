@@ -18,7 +18,7 @@ import os
 import socket
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,7 +41,6 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 
 from djqueue import outbox
-from djqueue.client import batched
 from djqueue.outbox import OutboxStats, Row
 from djqueue.payload import Payload
 
@@ -85,30 +84,22 @@ def write(session: Any, payload: Payload, call_next: Callable[[], Any], state: A
     if flush is None:
         flush = flushes[transaction] = _Flush(session.get_bind())
         sessions.hold(flush, [session])
-    flush.rows.append((pk, call_next))
+    flush.rows.append(pk)
 
 
 _FLUSHES = "djqueue.outbox"  # Session.info key: transaction -> its _Flush
 
 
 class _Flush:
-    """The held write of one transaction's rows: push them all, then delete them."""
+    """The held write of one transaction's rows: claim, push and delete them
+    (`djqueue.outbox.push_own`)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.rows: list[tuple[int, Callable[[], Any]]] = []
+        self.rows: list[int] = []
 
     def __call__(self) -> None:
-        def push() -> None:
-            with batched():
-                for _, call in self.rows:
-                    call()
-
-        def forget() -> None:
-            with self.engine.begin() as connection:
-                _delete(connection, [pk for pk, _ in self.rows])
-
-        outbox.push_then_forget(push, forget)
+        outbox.push_own(EngineSource(self.engine), self.rows)
 
 
 def _delete(connection: Any, pks: list[int]) -> None:
@@ -128,18 +119,17 @@ class EngineSource:
         self.name = engine.url.render_as_string(hide_password=True)
 
     @contextmanager
-    def claim(self, cutoff: float, limit: int) -> Iterator[list[Row]]:
+    def claim(
+        self, cutoff: float, limit: int, ids: Sequence[int] | None = None
+    ) -> Iterator[list[Row]]:
         """PostgreSQL, MySQL, Oracle: ``FOR UPDATE SKIP LOCKED``. Others (SQLite): the write
         lock first, by a statement that changes nothing, so a second relay waits for the
         first's commit and then finds the rows gone."""
         table = outbox_table
         with self.engine.begin() as connection:
-            query = (
-                select(table.c.id, table.c.payload)
-                .where(table.c.created_at < cutoff)
-                .order_by(table.c.id)
-                .limit(limit)
-            )
+            which = table.c.id.in_(ids) if ids is not None else table.c.created_at < cutoff
+            query = select(table.c.id, table.c.payload).where(which).order_by(table.c.id)
+            query = query.limit(limit)
             if connection.dialect.name in SKIP_LOCKED:
                 query = query.with_for_update(skip_locked=True)
             else:

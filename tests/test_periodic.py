@@ -436,3 +436,47 @@ def test_a_poller_woken_late_fires_every_tick_it_slept_through(redis_url, r):
     assert len(pushed()) == 3
     cron.poll(start + 300)  # a gap longer than a minute: the latest tick only
     assert len(pushed()) == 4
+
+
+def test_a_tick_whose_push_met_a_redis_outage_is_tried_again(tmp_path):
+    from djqueue.config import Settings
+
+    from .redis_server import RedisServer
+
+    server = RedisServer(durable=True).start()
+    try:
+        settings = Settings(redis_url=server.url)
+        client = server.client(decode_responses=True)
+        sync([declare("0 * * * *")], settings, client)
+        cron = CronPoller(settings, server.client(socket_timeout=1), reload=3600)
+        cron.poll(at(2027, 1, 1, 10, 0, 5))  # catches up 10:00
+        server.stop()
+        with pytest.raises(Exception):  # noqa: B017 - the outage, however redis-py words it
+            cron.poll(at(2027, 1, 1, 11, 0, 5))
+        server.start()
+        cron.poll(at(2027, 1, 1, 11, 0, 30))
+        claims = server.client(decode_responses=True).zrange("cron_job:every:enqueued", 0, -1)
+        assert "2027-01-01T11:00:00Z" in claims
+        assert server.client().llen("queue:default") == 2
+    finally:
+        server.close()
+
+
+def test_the_poller_sleeps_through_the_hour_clocks_go_back(redis_url, r):
+    sync([declare("30 2 * * * Europe/Paris")], get_settings(), r)
+    cron = poller(r)
+    # 2027-10-31: Paris goes from 03:00 back to 02:00 at 01:00 UTC.
+    for minute in range(0, 60, 7):
+        now = at(2027, 10, 31, 1, minute)
+        assert cron.poll(now) > now, "a wake-up time in the past would spin the poller"
+
+
+def test_a_disabled_jobs_skipped_ticks_are_trimmed_like_the_others(redis_url, r):
+    sync([declare("* * * * * *")], get_settings(), r)
+    PeriodicSet().find("every").disable()
+    cron = poller(r)
+    start = at(2027, 1, 1, 10, 0, 0)
+    cron.poll(start)
+    cron.poll(start + 2 * 24 * 3600)  # two days later: the claims from back then are gone
+    claims = r.zrange(Keys().cron_enqueued("every"), 0, -1, withscores=True)
+    assert all(score > start for _, score in claims)

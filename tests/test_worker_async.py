@@ -3,6 +3,7 @@ retries, results, logging and shutdown as thread-run jobs. Real worker processes
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import time
@@ -121,3 +122,36 @@ def test_server_middleware_wraps_async_jobs_with_acall_or_from_a_thread(worker, 
         djqueue.server_middleware.remove(Tagging)
         djqueue.server_middleware.remove(old_style)
     assert r.lrange("seen", 0, -1) == ["acall,thread"]
+
+
+@djqueue.job(name="t.acancelled", retry=2)
+async def acancelled() -> None:
+    """Awaits a task that something else cancelled: the job fails, it is not a shutdown."""
+    task = asyncio.ensure_future(asyncio.sleep(10))
+    task.cancel()
+    await task
+
+
+@djqueue.job(name="t.alookup")
+async def alookup(key: str) -> None:
+    """Uses the loop's own thread pool (a name lookup), as any network client does."""
+    await asyncio.get_running_loop().getaddrinfo("localhost", 80)
+    jobs.r().rpush(key, "ok")
+
+
+def test_an_async_job_whose_code_is_cancelled_goes_to_retry(worker, r):
+    worker()
+    jid = acancelled.perform_later()
+    wait_for(lambda: r.zcard("retry"), what="the retry")
+    (entry,) = [json.loads(raw) for raw in r.zrange("retry", 0, -1)]
+    assert entry["jid"] == jid and entry["error_class"].endswith("CancelledError")
+
+
+def test_thirty_async_jobs_through_a_middleware_without_acall_do_not_starve_the_loop(worker, r):
+    djqueue.server_middleware.add(old_style)
+    try:
+        worker(async_concurrency=30)
+        alookup.perform_bulk([["looked"]] * 30)
+        wait_for(lambda: r.llen("looked") == 30, what="every job", timeout=30)
+    finally:
+        djqueue.server_middleware.remove(old_style)

@@ -23,6 +23,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from .. import executor
@@ -31,6 +32,9 @@ from .log import logger
 
 if TYPE_CHECKING:
     from .manager import Manager
+
+#: Threads of the loop's pool beyond one per job (name lookups, ``run_in_executor``).
+SPARE_THREADS = 8
 
 AsyncHandler = Callable[[Unit, dict[str, Any]], Awaitable[Any]]
 AsyncStep = Callable[[Unit, dict[str, Any], AsyncHandler], Awaitable[Any]]
@@ -70,6 +74,8 @@ class AsyncRunner:
         self.thread: threading.Thread | None = None
         #: The jobs on the loop now, with their futures (for `in_hand` and shutdown).
         self.running: dict[int, tuple[Unit, Any]] = {}
+        #: Set by `cancel` (shutdown): a CancelledError then means "back to the queue".
+        self.cancelling = False
         self._lock = threading.Lock()
 
     # -- from processor threads ------------------------------------------------------------------
@@ -91,6 +97,12 @@ class AsyncRunner:
         with self._lock:
             if self.loop is None:
                 self.loop = asyncio.new_event_loop()
+                # The loop's threads for blocking calls: a middleware without ``acall`` holds
+                # one per running job (`Chain.ainvoke`), and the loop still needs some for
+                # name lookups and ``run_in_executor``: never fewer than the jobs, plus spares.
+                self.loop.set_default_executor(
+                    ThreadPoolExecutor(self.limit + SPARE_THREADS, "djqueue-asyncio-sync")
+                )
                 self.thread = threading.Thread(
                     target=self.loop.run_forever, name="djqueue-asyncio", daemon=True
                 )
@@ -104,21 +116,29 @@ class AsyncRunner:
         cancelled = False
         try:
             await handler(unit, payload)
-        except asyncio.CancelledError:
-            cancelled = True  # shutdown: never acknowledged, it goes back to its queue
+        except asyncio.CancelledError as exc:
+            if self.cancelling:
+                cancelled = True  # shutdown: never acknowledged, it goes back to its queue
+            else:  # the job's own code raised it (an awaited task was cancelled): it failed
+                self._settle_failed(unit, payload, exc)
         except BaseException as exc:  # noqa: BLE001 - past the retry step: settle it as failed
             logger.error("async job %s failed outside its steps", payload.get("jid"), exc_info=exc)
-            try:
-                if not unit.acked:
-                    self.manager.retry.failed(unit, exc)
-            except Exception:  # noqa: BLE001 - it stays in the working list; not lost
-                logger.exception("could not settle async job %s", payload.get("jid"))
+            self._settle_failed(unit, payload, exc)
         finally:
             with self._lock:
-                self.running.pop(id(unit), None)
-            self.slots.release()
+                mine = self.running.pop(id(unit), None) is not None
+            if mine:
+                self.slots.release()
             if not cancelled:
                 self.manager.buffer.settled(unit, time.monotonic() - started)
+
+    def _settle_failed(self, unit: Unit, payload: dict[str, Any], exc: BaseException) -> None:
+        """Through the retry policy, as for a processor thread that died with its job."""
+        try:
+            if not unit.acked:
+                self.manager.retry.failed(unit, exc)
+        except Exception:  # noqa: BLE001 - it stays in the working list; not lost
+            logger.exception("could not settle async job %s", payload.get("jid"))
 
     # -- shutdown ---------------------------------------------------------------------------------
 
@@ -133,16 +153,22 @@ class AsyncRunner:
     def cancel(self, wait: float = 2.0) -> int:
         """Cancel the jobs still running; returns how many were. Waits up to ``wait`` seconds
         for them to unwind."""
+        self.cancelling = True
         with self._lock:
-            futures = [future for _, future in self.running.values()]
-        if not futures or self.loop is None:
+            running = list(self.running.items())
+        if not running or self.loop is None:
             return 0
-        for future in futures:
-            self.loop.call_soon_threadsafe(future.cancel)
+        for _, (_, future) in running:
+            future.cancel()
         deadline = time.monotonic() + wait
         while self.busy() and time.monotonic() < deadline:
             time.sleep(0.01)
-        return len(futures)
+        with self._lock:
+            # Cancelled before their task began: `_run` never ran to free their slots.
+            left, self.running = len(self.running), {}
+        for _ in range(left):
+            self.slots.release()
+        return len(running)
 
     def stop(self) -> None:
         if self.loop is not None and self.thread is not None:

@@ -347,6 +347,9 @@ def run_launcher(parent: int | None = None) -> int:
     launcher = Launcher(config.get_settings())
     launcher.parent = parent
     restore = _install_signal_handlers(launcher.signal)
+    if threading.current_thread() is threading.main_thread():
+        # A swarm's worker process starts with them blocked (`djqueue.worker.swarm`).
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED_SIGNALS)
     in_main = threading.current_thread() is threading.main_thread()
     if not in_main:
         # Run from a thread (a framework's autoreloader): leave like on TERM when the
@@ -364,6 +367,10 @@ def _stop_at_exit(launcher: Any) -> None:
     if not launcher.stopped.is_set():
         launcher.signal("TERM")
         launcher.stopped.wait(launcher.settings.timeout + 5)
+
+
+#: The signals a worker process acts on.
+HANDLED_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGTSTP, signal.SIGTTIN}
 
 
 def _install_signal_handlers(notify: Callable[[str], None]) -> Callable[[], None]:

@@ -30,6 +30,7 @@ import redis
 
 from ..api.periodic import PeriodicJob, PeriodicSet
 from ..config import Settings
+from ..connection import CONNECTION_ERRORS
 from ..cron import iso
 from ..schedule import GRACE
 from ..store.cron import CLAIMED_BEFORE
@@ -94,13 +95,13 @@ class CronPoller:
             if entry.schedule is None:
                 continue
             for tick in self._ticks(entry, now):
-                self._tried[entry.name] = tick
                 try:
                     self._handle(entry, tick, now)
-                except REDIS_ERRORS:
-                    raise
-                except Exception as exc:  # a bad entry (its message, its queue) stops only itself
+                except CONNECTION_ERRORS:
+                    raise  # not tried: the next look after the outage tries it again
+                except Exception as exc:  # a bad entry (its message, a queue key Redis refuses)
                     logger.error("periodic %s: tick %s not pushed: %s", entry.name, iso(tick), exc)
+                self._tried[entry.name] = tick
             wake = min(wake, entry.schedule.next(now))
         return wake
 

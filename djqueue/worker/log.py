@@ -327,14 +327,16 @@ def teardown(handler: logging.Handler) -> None:
 
 
 def after_fork() -> None:
-    """In a forked worker process: restart the writer of every handler `setup` added."""
+    """After a fork (`flush` before it), on either side: restart the writer of every handler
+    `setup` added."""
     for handler in logging.getLogger().handlers:
-        if isinstance(handler, BackgroundHandler):
+        if isinstance(handler, BackgroundHandler) and not handler.thread.is_alive():
             handler.restart()
 
 
 def flush() -> None:
-    """Before a forked worker process leaves with ``os._exit``: write what is queued."""
+    """Write what is queued and stop the writer: before a fork (no thread then holds the
+    stream's lock), and before a forked worker process leaves with ``os._exit``."""
     for handler in logging.getLogger().handlers:
         if isinstance(handler, BackgroundHandler) and handler.thread.is_alive():
             handler.queue.put(None)

@@ -118,7 +118,7 @@ class Swarm:
 
     def _ended(self, slot: int, pid: int, code: int, lived: float) -> None:
         if self.stopping:
-            if code != 0:
+            if code not in (0, RECYCLED):
                 self.failed = True
                 logger.warning("swarm: worker %d exited with %s", pid, _describe(code))
             return
@@ -152,23 +152,36 @@ class Swarm:
         if signals.worker_forking.receivers:
             signals.worker_forking.send(self)
         connection.reset()
+        # No thread may hold a lock the child needs: the log's writer is stopped for the fork
+        # (and started again on both sides). The forwarded signals are blocked across the
+        # fork, so one sent meanwhile reaches the parent after it (and is passed on) or the
+        # child's worker once it can handle it, never a handler that would drop it.
+        log.flush()
         sys.stdout.flush()
         sys.stderr.flush()
         parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:
-            self._child(parent)
+        forwarded = {getattr(signal, f"SIG{name}") for name in FORWARDED}
+        signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                self._child(parent, forwarded)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
+        log.after_fork()
         self.children[pid] = (slot, time.monotonic())
         if self.quiet:
             os.kill(pid, signal.SIGTSTP)
 
-    def _child(self, parent: int) -> None:
+    def _child(self, parent: int, blocked: set[int]) -> None:
         """In the child: the parent's handlers off, one worker, then exit with its code."""
         code = 1
         try:
+            # The parent's handlers off; the signals stay blocked until the worker has its own
+            # (`run_launcher` unblocks them), so a TERM passed on meanwhile stops it cleanly.
+            for signum in blocked:
+                signal.signal(signum, signal.SIG_DFL)
             log.after_fork()
-            for name in FORWARDED:
-                signal.signal(getattr(signal, f"SIG{name}"), signal.SIG_DFL)
             code = self.run_child(parent)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1

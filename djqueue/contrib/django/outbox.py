@@ -15,14 +15,13 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from django.db import DatabaseError, connections, router, transaction
 
 from djqueue import config, outbox
-from djqueue.client import batched
 from djqueue.outbox import OutboxStats, Row
 from djqueue.payload import Payload
 
@@ -50,36 +49,32 @@ def write(payload: Payload, call_next: Callable[[], Any], alias: str) -> None:
             created_at=time.time(),
         )
     )
-    _on_commit(row.pk, call_next, alias)
+    _on_commit(row.pk, alias)
 
 
 class _Flush:
-    """The on-commit callback of one transaction's rows: push them all, then delete them."""
+    """The on-commit callback of one transaction's rows: claim, push and delete them
+    (`djqueue.outbox.push_own`)."""
 
     def __init__(self, alias: str) -> None:
         self.alias = alias
-        self.rows: list[tuple[int, Callable[[], Any]]] = []
+        self.rows: list[int] = []
 
     def __call__(self) -> None:
-        def push() -> None:
-            with batched():
-                for _, call in self.rows:
-                    call()
-
-        outbox.push_then_forget(push, lambda: delete(self.alias, [pk for pk, _ in self.rows]))
+        outbox.push_own(DatabaseSource(self.alias), self.rows)
 
 
-def _on_commit(pk: int, call: Callable[[], Any], alias: str) -> None:
+def _on_commit(pk: int, alias: str) -> None:
     """Join the previous row's callback when it belongs to the same savepoint (so it shares
     its fate); otherwise register a new one."""
     connection = connections[alias]
     last = connection.run_on_commit[-1] if connection.run_on_commit else None
     same_savepoint = last is not None and last[0] == set(connection.savepoint_ids)
     if last is not None and same_savepoint and isinstance(last[1], _Flush):
-        last[1].rows.append((pk, call))
+        last[1].rows.append(pk)
         return
     flush = _Flush(alias)
-    flush.rows.append((pk, call))
+    flush.rows.append(pk)
     transaction.on_commit(flush, using=alias)
 
 
@@ -99,7 +94,9 @@ class DatabaseSource:
         self.name = alias
 
     @contextmanager
-    def claim(self, cutoff: float, limit: int) -> Iterator[list[Row]]:
+    def claim(
+        self, cutoff: float, limit: int, ids: Sequence[int] | None = None
+    ) -> Iterator[list[Row]]:
         """Rows before ``cutoff``, deleted in a transaction that commits when the block ends.
 
         PostgreSQL, MySQL 8 and Oracle: ``SELECT ... FOR UPDATE SKIP LOCKED``, so relays
@@ -110,7 +107,10 @@ class DatabaseSource:
         model = _model()
         features = connections[self.name].features
         with transaction.atomic(using=self.name):
-            rows = model.objects.using(self.name).filter(created_at__lt=cutoff).order_by("pk")
+            rows = model.objects.using(self.name).order_by("pk")
+            rows = (
+                rows.filter(pk__in=ids) if ids is not None else rows.filter(created_at__lt=cutoff)
+            )
             if features.has_select_for_update_skip_locked:
                 rows = rows.select_for_update(skip_locked=True)
             elif features.has_select_for_update:

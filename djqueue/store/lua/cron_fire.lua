@@ -21,6 +21,7 @@ if ARGV[1] ~= '' then
   local state = redis.call('HGET', KEYS[1], 'status')
   if state and state ~= 'enabled' then
     redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, '(' .. (tonumber(ARGV[1]) - tonumber(ARGV[8])))
     return -1
   end
   if ARGV[4] == '' then return 0 end
