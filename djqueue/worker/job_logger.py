@@ -55,7 +55,7 @@ def _info(message: str, elapsed: float | None = None) -> None:
         record = logger.makeRecord(logger.name, logging.INFO, __file__, 0, message, (), None)
     else:
         record = logging.LogRecord.__new__(logging.LogRecord)
-        record.__dict__.update(template.__dict__)
+        record.__dict__ = template.__dict__.copy()
         record.msg = message
         created = time.time()
         record.created = created
