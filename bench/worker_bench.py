@@ -1,12 +1,15 @@
-"""Worker benchmark: djqueue against Dramatiq and a bare BRPOP loop, in one run.
+"""Worker benchmark: djqueue against Sidekiq, Dramatiq and a bare BRPOP loop, in one run.
 
-    python -m bench.worker_bench            # full run (a few minutes)
-    python -m bench.worker_bench --quick    # smaller counts, for a smoke run
+    python -m bench.worker_bench               # full run (a few minutes)
+    python -m bench.worker_bench --quick       # smaller counts, for a smoke run
+    python -m bench.worker_bench --drain-only  # the drain rates and CPU per job only
 
-Every system runs the same job functions against its own private redis-server, one process at
-concurrency 10 (Dramatiq: ``-p 1 -t 10``). Throughput is measured from the moment the first job
-of a pre-filled queue starts until the queue is drained, so start-up time is left out. The
-figures worth quoting are the ratios, since this machine's absolute speed varies from run to run.
+Every system runs the same jobs against its own private redis-server, one process at
+concurrency 10 (Sidekiq 6.4: ``-c 10`` with its logger at WARN; Dramatiq: ``-p 1 -t 10``).
+Throughput is measured from the moment the first job of a pre-filled queue starts until the
+queue is drained, so start-up time is left out; the worker's CPU time over the same span, per
+job, is read from /proc. The figures worth quoting are the ratios, since this machine's absolute
+speed varies from run to run.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import argparse
 import json
 import os
 import random
+import secrets
+import shutil
 import signal
 import statistics
 import subprocess
@@ -63,6 +68,24 @@ def peak_rss_kb(pid: int) -> int:
         except FileNotFoundError:
             pass
     return total
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time used so far by every thread of ``pid`` and of its children, from the
+    schedulers' nanosecond counters (``/proc/PID/task/TID/schedstat``): the clock-tick
+    counters of ``/proc/PID/stat`` are too coarse for a run of a second or two."""
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    total = 0
+    for p in pids:
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+                pass
+    return total / 1e9
 
 
 class System:
@@ -162,6 +185,16 @@ class Djqueue(System):
         return self.r.llen("queue:default") == 0 and not any(self.r.llen(k) for k in working)
 
 
+class DjqueueLogOff(Djqueue):
+    """djqueue with its worker log at WARNING (no start/done lines): the like of Sidekiq with
+    its logger at WARN."""
+
+    name = "djqueue log off"
+
+    def command(self) -> list[str]:
+        return [*super().command(), "-r", "bench.log_off"]
+
+
 class Dramatiq(System):
     name = "dramatiq"
 
@@ -208,6 +241,61 @@ class Dramatiq(System):
         return self.r.llen("dramatiq:default") == 0 and self.r.hlen("dramatiq:default.msgs") == 0
 
 
+class Sidekiq(System):
+    """Sidekiq 6.4.1 (Debian's ruby-sidekiq) running bench/sidekiq_app.rb; jobs are pushed
+    as Sidekiq's own client writes them."""
+
+    name = "sidekiq"
+    classes = {
+        "noop": "BenchNoop",
+        "sleep": "BenchSleep",
+        "mark": "BenchMark",
+        "probe": "BenchProbe",
+    }
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        if shutil.which("sidekiq") is None:
+            raise SystemExit("sidekiq not found: apt-get install ruby-sidekiq (Sidekiq 6.4.1)")
+
+    def command(self) -> list[str]:
+        return ["sidekiq", "-r", str(ROOT / "bench" / "sidekiq_app.rb"), "-c", str(CONCURRENCY)]
+
+    def wait_ready(self) -> None:
+        wait_until(lambda: self.r.scard("processes") > 0, timeout=30)
+        time.sleep(0.5)
+
+    def job(self, job: str, args: list[object], at: float | None = None) -> str:
+        now = time.time()
+        item: dict[str, object] = {
+            "class": self.classes[job],
+            "args": args,
+            "retry": False,
+            "queue": "default",
+            "jid": secrets.token_hex(12),
+            "created_at": now,
+        }
+        if at is None:
+            item["enqueued_at"] = now
+        return json.dumps(item)
+
+    def push(self, job: str, args: list[object]) -> None:
+        self.push_many(job, [args])
+
+    def push_many(self, job: str, args_list: list[list[object]]) -> None:
+        pipe = self.r.pipeline(transaction=False)
+        pipe.sadd("queues", "default")
+        for args in args_list:
+            pipe.lpush("queue:default", self.job(job, args))
+        pipe.execute()
+
+    def push_at(self, job: str, args: list[object], at: float) -> None:
+        self.r.zadd("schedule", {self.job(job, args, at): at})
+
+    def drained(self) -> bool:
+        return self.r.llen("queue:default") == 0
+
+
 class Bare(System):
     name = "bare loop"
 
@@ -227,19 +315,24 @@ class Bare(System):
         return self.r.llen("queue:default") == 0
 
 
-def drain_rate(system: System, job: str, count: int) -> float:
-    """Jobs per second from the first job's start until the pre-filled queue is empty."""
+def drain_rate(system: System, job: str, count: int) -> tuple[float, float]:
+    """Jobs per second from the first job's start until the pre-filled queue is empty, and
+    the worker's CPU time per job (microseconds) over the same span."""
     system.r.flushall()
     system.push("mark", ["bench:start"])
     system.push_many(job, [[i] for i in range(count)])
     system.start()
+    assert system.process is not None
+    pid = system.process.pid
     try:
         wait_until(lambda: system.r.exists("bench:start") == 1, timeout=60)
+        cpu_before = cpu_seconds(pid)
         finished = wait_until(system.drained, timeout=600)
+        cpu_used = cpu_seconds(pid) - cpu_before
         started = float(system.r.get("bench:start") or 0)
     finally:
         system.stop()
-    return count / (finished - started)
+    return count / (finished - started), cpu_used / count * 1e6
 
 
 def pickup_latency(system: System, samples: int) -> list[float]:
@@ -278,40 +371,57 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller counts")
     parser.add_argument(
         "--systems",
-        default="djqueue,dramatiq,bare",
-        help="comma-separated subset of djqueue,dramatiq,bare",
+        default="djqueue,djqueue-log-off,sidekiq,dramatiq,bare",
+        help="comma-separated subset of djqueue,djqueue-log-off,sidekiq,dramatiq,bare",
+    )
+    parser.add_argument(
+        "--drain-only",
+        action="store_true",
+        help="only the drain rates and CPU per job (no pickup or scheduled lateness)",
     )
     options = parser.parse_args()
     noop_n, sleep_n, samples = (2000, 300, 50) if options.quick else (20_000, 2_000, 200)
     wanted = options.systems.split(",")
     server = BenchRedis().start()
-    classes = {"djqueue": Djqueue, "dramatiq": Dramatiq, "bare": Bare}
+    classes = {
+        "djqueue": Djqueue,
+        "djqueue-log-off": DjqueueLogOff,
+        "sidekiq": Sidekiq,
+        "dramatiq": Dramatiq,
+        "bare": Bare,
+    }
     results: dict[str, dict[str, float]] = {}
     try:
         for key in wanted:
             system = classes[key](server.url)
             res: dict[str, float] = {}
             print(f"-- {system.name}", flush=True)
-            res["noop_per_s"] = drain_rate(system, "noop", noop_n)
-            print(f"   no-op: {res['noop_per_s']:,.0f} jobs/s", flush=True)
-            res["sleep_per_s"] = drain_rate(system, "sleep", sleep_n)
-            print(f"   sleep 10 ms: {res['sleep_per_s']:,.0f} jobs/s", flush=True)
-            lat = pickup_latency(system, samples)
-            res["pickup_p50_ms"] = statistics.median(lat) * 1000
-            res["pickup_p99_ms"] = percentile(lat, 99) * 1000
+            res["noop_per_s"], res["noop_cpu_us"] = drain_rate(system, "noop", noop_n)
             print(
-                f"   pickup p50/p99: {res['pickup_p50_ms']:.2f} / {res['pickup_p99_ms']:.2f} ms",
+                f"   no-op: {res['noop_per_s']:,.0f} jobs/s, "
+                f"{res['noop_cpu_us']:.1f} us CPU per job",
                 flush=True,
             )
-            if key != "bare":
-                late = scheduled_lateness(system, samples // 2)
-                res["sched_p50_ms"] = statistics.median(late) * 1000
-                res["sched_p99_ms"] = percentile(late, 99) * 1000
+            res["sleep_per_s"], _ = drain_rate(system, "sleep", sleep_n)
+            print(f"   sleep 10 ms: {res['sleep_per_s']:,.0f} jobs/s", flush=True)
+            if not options.drain_only:
+                lat = pickup_latency(system, samples)
+                res["pickup_p50_ms"] = statistics.median(lat) * 1000
+                res["pickup_p99_ms"] = percentile(lat, 99) * 1000
                 print(
-                    f"   scheduled lateness p50/p99: {res['sched_p50_ms']:.0f} / "
-                    f"{res['sched_p99_ms']:.0f} ms",
+                    f"   pickup p50/p99: {res['pickup_p50_ms']:.2f} / "
+                    f"{res['pickup_p99_ms']:.2f} ms",
                     flush=True,
                 )
+                if key != "bare":
+                    late = scheduled_lateness(system, samples // 2)
+                    res["sched_p50_ms"] = statistics.median(late) * 1000
+                    res["sched_p99_ms"] = percentile(late, 99) * 1000
+                    print(
+                        f"   scheduled lateness p50/p99: {res['sched_p50_ms']:.0f} / "
+                        f"{res['sched_p99_ms']:.0f} ms",
+                        flush=True,
+                    )
             res["peak_rss_mb"] = system.peak_rss_kb / 1024
             print(f"   peak RSS: {res['peak_rss_mb']:.1f} MB", flush=True)
             results[system.name] = res
@@ -324,6 +434,7 @@ def report(results: dict[str, dict[str, float]], noop_n: int, sleep_n: int) -> N
     names = list(results)
     metrics = [
         ("noop_per_s", f"no-op jobs/s ({noop_n:,})"),
+        ("noop_cpu_us", "worker CPU us per no-op job"),
         ("sleep_per_s", f"sleep-10ms jobs/s ({sleep_n:,}; ideal 1,000)"),
         ("pickup_p50_ms", "pickup p50 ms"),
         ("pickup_p99_ms", "pickup p99 ms"),
@@ -332,21 +443,32 @@ def report(results: dict[str, dict[str, float]], noop_n: int, sleep_n: int) -> N
         ("peak_rss_mb", "worker peak RSS MB"),
     ]
     print()
-    header = f"{'':44}" + "".join(f"{n:>14}" for n in names)
+    header = f"{'':44}" + "".join(f"{n:>17}" for n in names)
     others = [n for n in names if n != "djqueue"]
     if "djqueue" in results:
-        header += "".join(f"{'djq/' + n.split()[0]:>16}" for n in others)
+        header += "".join(f"{'djq/' + n.replace('djqueue ', ''):>16}" for n in others)
     print(header)
     for key, label in metrics:
         row = f"{label:44}"
         for n in names:
             value = results[n].get(key)
-            row += f"{value:>14,.2f}" if value is not None else f"{'-':>14}"
+            row += f"{value:>17,.2f}" if value is not None else f"{'-':>17}"
         if "djqueue" in results:
             for n in others:
                 a, b = results["djqueue"].get(key), results[n].get(key)
                 row += f"{a / b:>15.2f}x" if a and b else f"{'-':>16}"
         print(row)
+    if "sidekiq" in results:
+        print()
+        sidekiq = results["sidekiq"]
+        for n in names:
+            if n.startswith("djqueue"):
+                ours = results[n]
+                print(
+                    f"{n} / sidekiq: no-op {ours['noop_per_s'] / sidekiq['noop_per_s']:.2f}x "
+                    f"the jobs/s, {ours['noop_cpu_us'] / sidekiq['noop_cpu_us']:.2f}x the CPU "
+                    f"per job; 10 ms jobs {ours['sleep_per_s'] / sidekiq['sleep_per_s']:.2f}x"
+                )
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -37,3 +37,49 @@ def test_lines_written_in_the_background_keep_their_job_and_arguments(tmp_path):
     assert lines[0]["ctx"] == {"class": "app.Job", "jid": "a" * 24}
     assert [line["msg"] for line in lines[1:]] == [f"line {i}" for i in range(2000)]
     assert "ctx" not in lines[1]
+
+
+def test_job_lines_copied_from_the_template_are_records_like_made_ones():
+    """A processor thread's start/done records are copies of a template; a handler must see
+    the same fields, with this thread's and this moment's values, as in a record made anew."""
+    from djqueue.worker.fetch import Unit
+    from djqueue.worker.job_logger import JobLogger
+
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    keep = Keep()
+    worker_log = logging.getLogger("djqueue.worker")
+    level = worker_log.level
+    worker_log.addHandler(keep)
+    worker_log.setLevel(logging.INFO)
+    try:
+
+        def processor() -> None:
+            unit = Unit("default", b"{}", "working:x")
+            for jid in ("a" * 24, "b" * 24):
+                JobLogger()(unit, {"class": "app.Job", "jid": jid}, lambda unit, payload: None)
+
+        thread = threading.Thread(target=processor, name="djqueue-processor-test")
+        thread.start()
+        thread.join()
+    finally:
+        worker_log.removeHandler(keep)
+        worker_log.setLevel(level)
+    made = worker_log.makeRecord(worker_log.name, logging.INFO, __file__, 0, "x", (), None)
+    assert [r.getMessage().split(":")[0] for r in records] == ["start", "done"] * 2
+    for record in records:
+        assert set(vars(made)) <= set(vars(record))
+        assert record.threadName == "djqueue-processor-test"
+        assert record.thread == thread.ident
+        assert record.process == made.process
+        assert record.levelname == "INFO" and record.name == "djqueue.worker"
+        assert record.msecs == int((record.created - int(record.created)) * 1000)
+        since = (made.created - record.created) * 1000
+        assert abs(made.relativeCreated - record.relativeCreated - since) < 0.01
+    assert records[0].created <= records[-1].created
+    assert len({id(r) for r in records}) == 4
+    assert records[1].elapsed >= 0
