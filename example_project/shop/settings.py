@@ -1,5 +1,6 @@
-"""A small shop that confirms orders in the background. Everything environment-specific comes
-from the environment, so the same settings serve the demo, a laptop and a server."""
+"""A small shop: sign-ups and orders whose emails, confirmations and reports run in the
+background. Everything environment-specific comes from the environment, so the same settings
+serve the demo, a laptop and a server."""
 
 import os
 from pathlib import Path
@@ -21,6 +22,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "djqueue.contrib.django",
+    "accounts",
     "orders",
 ]
 
@@ -63,6 +65,21 @@ DJQUEUE = {
     "ENQUEUE_ON_COMMIT": True,
 }
 
+# Django's Tasks framework, run by djqueue's workers (orders/tasks.py).
+TASKS = {
+    "default": {
+        "BACKEND": "djqueue.contrib.django.tasks.DjQueueBackend",
+        "QUEUES": ["default"],
+        "OPTIONS": {"RETRY": 3, "RESULT_RETENTION": 3600},
+    }
+}
+
+# Mail goes to the worker's output: the demo has no SMTP server.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = "shop@example.com"
+#: Where orders are announced; nothing listens there in the demo, so that job fails and retries.
+WAREHOUSE_URL = os.environ.get("WAREHOUSE_URL", "http://127.0.0.1:9/orders")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -75,5 +92,8 @@ LOGGING = {
             "formatter": "line",
         }
     },
-    "loggers": {"orders": {"handlers": ["console"], "level": "INFO", "propagate": False}},
+    "loggers": {
+        app: {"handlers": ["console"], "level": "INFO", "propagate": False}
+        for app in ("accounts", "orders")
+    },
 }
