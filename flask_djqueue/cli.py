@@ -73,7 +73,10 @@ def worker(ctx: click.Context) -> None:
         def run() -> None:  # stops with the reloader's process if that one is killed
             run_worker(options, app=app, parent=os.getppid())
 
-        run_with_reloader(run)
+        # Files given with -r may lie outside sys.path, which Werkzeug's watchdog-based
+        # reloader watches (its polling one reads every imported module's file): name them.
+        given = [name for name in options.get("require") or () if name.endswith(".py")]
+        run_with_reloader(run, extra_files=[os.path.abspath(name) for name in given])
         return
     try:
         code = run_worker(options, app=app)

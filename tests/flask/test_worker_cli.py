@@ -40,7 +40,12 @@ class Command:
             env.pop(name, None)
         self._file = open(log, "ab")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, *args], cwd=ROOT, env=env, stdout=self._file, stderr=subprocess.STDOUT
+            [sys.executable, *args],
+            cwd=ROOT,
+            env=env,
+            stdout=self._file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stop() reaches a reloader's child
         )
 
     def output(self) -> str:
@@ -54,8 +59,10 @@ class Command:
             raise AssertionError(f"{exc}; the command's output:\n{self.output()}") from None
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.process.wait(10)
         self._file.close()
 
