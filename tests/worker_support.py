@@ -17,14 +17,19 @@ import redis
 from djqueue.worker.launcher import Launcher
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
+def wait_for(
+    predicate: Callable[[], Any], timeout: float = 20.0, what: str = "", log: Path | None = None
+) -> Any:
+    """``predicate()``'s first true value; fails after ``timeout`` s, with ``log`` (a worker's
+    output file) in the message when given."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(0.02)
-    raise AssertionError(f"{what or 'condition'} not met within {timeout} s")
+    output = log.read_text(errors="replace") if log and log.exists() else ""
+    raise AssertionError(f"{what or 'condition'} not met within {timeout} s\n{output}".rstrip())
 
 
 class Running:

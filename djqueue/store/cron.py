@@ -22,14 +22,11 @@ from typing import Any
 import redis
 
 from .keys import CRON_HISTORY_SIZE, CRON_REMEMBER, Keys
+from .replies import text
 from .scripts import CRON_FIRE, CRON_SAVE, CRON_STATUS
 
 #: What `CronStore.fire` answers.
 FIRED, CLAIMED_BEFORE, DISABLED, GONE = 1, 0, -1, -2
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 class CronStore:
@@ -39,7 +36,7 @@ class CronStore:
 
     def names(self) -> list[str]:
         """Every periodic job's name, sorted (members that are not ``cron_job:NAME`` skipped)."""
-        members = (_text(m) for m in self.redis.smembers(self.keys.cron_jobs))
+        members = (text(m) for m in self.redis.smembers(self.keys.cron_jobs))
         return sorted(m[len("cron_job:") :] for m in members if m.startswith("cron_job:"))
 
     def read_all(self) -> dict[str, dict[str, str]]:
@@ -52,12 +49,12 @@ class CronStore:
         found: dict[str, dict[str, str]] = {}
         for name, raw in zip(names, pipe.execute(), strict=True):
             if raw:
-                found[name] = {_text(k): _text(v) for k, v in raw.items()}
+                found[name] = {text(k): text(v) for k, v in raw.items()}
         return found
 
     def read(self, name: str) -> dict[str, str] | None:
         raw = self.redis.hgetall(self.keys.cron_job(name))
-        return {_text(k): _text(v) for k, v in raw.items()} if raw else None
+        return {text(k): text(v) for k, v in raw.items()} if raw else None
 
     def history(self, name: str) -> list[dict[str, Any]]:
         """The jid history, newest first; entries that are not JSON objects are skipped."""

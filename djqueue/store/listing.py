@@ -15,6 +15,7 @@ from typing import Any
 
 import redis
 
+from .replies import text
 from .scripts import SCAN
 
 #: Entries one filtering call reads before handing back: a few milliseconds of Redis time.
@@ -125,7 +126,7 @@ def scan_page(
             rows.append((flat[n], int(position) if kind == "list" else float(position)))
         for counter, pairs in ((names, reply[3]), (queues, reply[4])):
             for n in range(0, len(pairs), 2):
-                counter[_text(pairs[n])] += int(pairs[n + 1])
+                counter[text(pairs[n])] += int(pairs[n + 1])
     return Rows(size, rows[:limit], matches, names, queues)
 
 
@@ -149,7 +150,3 @@ def next_matches(
             position = flat[n + 1]
             rows.append((flat[n], int(position) if kind == "list" else float(position)))
     return rows, start
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

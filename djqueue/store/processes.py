@@ -16,6 +16,7 @@ from typing import Any
 import redis
 
 from .keys import DAILY_STATS_TTL, PROCESS_CLEANUP_TTL, PROCESS_TTL, SIGNAL_TTL, Keys
+from .replies import text
 from .scripts import BEAT
 
 #: The signals a process obeys: quiet, stop, dump its threads' stacks.
@@ -64,7 +65,7 @@ class ProcessStore:
         for pair in (*fields.items(), *work.items()):
             args += pair
         signal, peers = BEAT(self.redis, keys, args)
-        return _text(signal) if signal else None, [_text(p) for p in peers]
+        return text(signal) if signal else None, [text(p) for p in peers]
 
     def clear(
         self, identity: str, processed: int = 0, failed: int = 0, drop_index: bool = True
@@ -114,7 +115,7 @@ class ProcessStore:
             pipe.hmget(self.keys.process(identity), ["info", "beat"])
         found: list[tuple[str, str] | None] = []
         for info, beat in pipe.execute():
-            found.append(None if info is None else (_text(info), _text(beat or b"")))
+            found.append(None if info is None else (text(info), text(beat or b"")))
         return found
 
     def lock(self, key: str, owner: str, seconds: float) -> bool:
@@ -133,7 +134,7 @@ class ProcessStore:
         key). Returns how many were removed."""
         if not force and not self.lock(self.keys.process_cleanup, "1", PROCESS_CLEANUP_TTL):
             return 0
-        members = [_text(m) for m in self.redis.smembers(self.keys.processes)]
+        members = [text(m) for m in self.redis.smembers(self.keys.processes)]
         members = [m for m in members if m != keep]
         if not members:
             return 0
@@ -155,7 +156,3 @@ class ProcessStore:
         pipe.lpush(key, name)
         pipe.expire(key, SIGNAL_TTL)
         pipe.execute()
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

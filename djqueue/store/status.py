@@ -17,11 +17,8 @@ import redis
 
 from .jobs import Member
 from .keys import Keys
+from .replies import text
 from .scripts import CANCEL, FINISH
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 class StatusStore:
@@ -35,7 +32,7 @@ class StatusStore:
         """The status hash of ``jid`` as text (empty when the job is not tracked or expired):
         one HGETALL, whatever the number of jobs."""
         found: Any = self.redis.hgetall(self.keys.status(jid))
-        return {_text(k): _text(v) for k, v in found.items()}
+        return {text(k): text(v) for k, v in found.items()}
 
     def wait(self, jid: str, timeout: float) -> bool:
         """Block in Redis until ``jid`` has finished or ``timeout`` seconds pass (0: forever);

@@ -22,6 +22,7 @@ from djqueue.client import Client
 from djqueue.contrib.django.models import OutboxJob
 from djqueue.outbox import DUTY
 from djqueue.worker import duties
+from tests import worker_support
 from tests.django.conftest import queued, seen
 from tests.django.test_runworker import ROOT
 from tests.django.testapp.jobs import mark_order_in, note
@@ -75,14 +76,8 @@ def workers(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def wait_for(predicate, timeout: float = 40, what: str = "", log: Path | None = None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    text = log.read_text(errors="replace") if log and log.exists() else ""
-    raise AssertionError(f"{what} not seen within {timeout} s\n{text}")
+    """`tests.worker_support.wait_for`, with the longer wait a relay round may need."""
+    return worker_support.wait_for(predicate, timeout, what, log)
 
 
 # -- in one process ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, insert, select, text
 
 from djqueue.client import Client
 from flask_djqueue.outbox import outbox_metadata, outbox_table
+from tests import worker_support
 from tests.redis_server import RedisServer
 
 from .conftest import queued
@@ -106,14 +107,8 @@ def workers() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def wait_for(predicate: Any, timeout: float = 40, what: str = "", log: Path | None = None) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    text_ = log.read_text(errors="replace") if log and log.exists() else ""
-    raise AssertionError(f"{what} not seen within {timeout} s\n{text_}")
+    """`tests.worker_support.wait_for`, with the longer wait a relay round may need."""
+    return worker_support.wait_for(predicate, timeout, what, log)
 
 
 def status(app: flask.Flask, order_id: int) -> str | None:
