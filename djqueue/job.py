@@ -104,6 +104,31 @@ def _ref(jid: str | None) -> JobRef | None:
     return None if jid is None else JobRef(jid)
 
 
+#: Push methods of other job libraries, and what djqueue calls them.
+OTHER_HABITS = {
+    "delay": "Celery's delay()",
+    "apply_async": "Celery's apply_async()",
+    "send": "Dramatiq's send()",
+}
+
+
+class _OtherHabit:
+    """An attribute another library's users reach for (``send_welcome.delay(1)``): reading it
+    raises the AttributeError it would anyway, but naming djqueue's method, so the habit costs
+    one glance at the message rather than a search through the docs."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        job = getattr(instance if instance is not None else owner, "job_name", "") or "the job"
+        raise AttributeError(
+            f"{job} has no {self.name}() ({OTHER_HABITS[self.name]}): djqueue pushes with "
+            f"perform_later(*args) (alias perform_async), perform_in(seconds, *args) or "
+            f"perform_at(when, *args)"
+        )
+
+
 class JobHandle:
     """A registered job with option overrides; ``job.set(queue="low")`` returns one.
 
@@ -140,6 +165,9 @@ class JobHandle:
         return _ref(get_client().push(self._item(args)))
 
     perform_async = perform_later
+    delay = _OtherHabit()
+    apply_async = _OtherHabit()
+    send = _OtherHabit()
 
     def perform_in(
         self, interval: dt.timedelta | float, *args: Any, **kwargs: Any
@@ -276,6 +304,9 @@ class Job:
     perform_bulk = ClassHandle("perform_bulk")
     perform_now = ClassHandle("perform_now")
     set = ClassHandle("set")
+    delay = _OtherHabit()
+    apply_async = _OtherHabit()
+    send = _OtherHabit()
     #: ``SendWelcome.jobs``: installed by `djqueue.testing`, as on `JobHandle`.
     jobs: Any
 

@@ -337,3 +337,13 @@ def test_class_jobs_define_hooks_as_methods_not_options():
         class Hooked:
             def perform(self):
                 pass
+
+
+@pytest.mark.parametrize("method", ["delay", "apply_async", "send"])
+@pytest.mark.parametrize("target", [send_welcome, Charge, BuildReport, add.set(queue="low")])
+def test_another_librarys_push_method_names_djqueues(r, method, target):
+    """``send_welcome.delay(1)``, a Celery habit: the AttributeError names perform_later."""
+    with pytest.raises(AttributeError, match=r"perform_later\(\*args\).*perform_async"):
+        getattr(target, method)(1)
+    assert not hasattr(target, method)
+    assert queued(r) == []
