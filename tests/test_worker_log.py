@@ -9,6 +9,8 @@ import threading
 
 from djqueue.worker import log
 
+from .worker_support import wait_for
+
 
 def test_lines_written_in_the_background_keep_their_job_and_arguments(tmp_path):
     path = tmp_path / "worker.log"
@@ -83,3 +85,19 @@ def test_job_lines_copied_from_the_template_are_records_like_made_ones():
     assert records[0].created <= records[-1].created
     assert len({id(r) for r in records}) == 4
     assert records[1].elapsed >= 0
+
+
+def test_a_jobs_start_and_done_lines_name_the_request_that_pushed_it(spawn, redis_url, r):
+    """The docs promise ``request_id=`` on every line of a job pushed from a request: its
+    ``start`` and ``done`` lines too, which the runtime logs around the job's middleware."""
+    from djqueue import client
+
+    item = {"class": "t.record", "args": ["ran", 1], "request_context": {"request_id": "req-42"}}
+    jid = client.get_client().push(item)
+    worker = spawn(redis_url)
+    wait_for(lambda: "done:" in worker.output(), what="the job's done line", log=worker.log)
+    lines = [line for line in worker.output().splitlines() if f"jid={jid}" in line]
+    assert [line.split(": ", 1)[0].rsplit(" ", 1)[1] for line in lines] == ["INFO", "INFO"]
+    assert "start" in lines[0] and "done:" in lines[1]
+    assert all(" request_id=req-42 " in line for line in lines), lines
+    assert r.lrange("ran", 0, -1) == ["[1]"]

@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Any
 
-from ..context import request_id
+from ..context import carried, request_id
 
 logger = logging.getLogger("djqueue.worker")
 
@@ -74,6 +74,11 @@ def bind_job(payload: dict[str, Any]) -> contextvars.Token[Any]:
         "jid": payload.get("jid"),
     }
     text = escape(f" class={fields['class']} jid={fields['jid']}")
+    # The job's ``start`` and ``done`` lines are logged outside the middleware that binds
+    # the request context, so the payload's request id is kept with the job's own context.
+    rid = carried(payload).get("request_id")
+    if rid is not None:
+        fields["request_id"] = str(rid)
     return job_context.set((text, fields))
 
 
@@ -83,9 +88,11 @@ PAUSE = 0.005
 
 def _request_id(record: logging.LogRecord) -> str | None:
     """The id of the web request behind the job (or request) that logged ``record``."""
-    if hasattr(record, "djqueue_request_id"):
-        return record.djqueue_request_id
-    return request_id()
+    found = record.djqueue_request_id if hasattr(record, "djqueue_request_id") else request_id()
+    if found is None:
+        context = _context(record)
+        found = context[1].get("request_id") if context else None
+    return found
 
 
 def _context(record: logging.LogRecord) -> tuple[str, dict[str, Any]] | None:
