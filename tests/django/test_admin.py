@@ -392,6 +392,32 @@ def test_actions_need_the_csrf_token(failed: Callable[[int], list[str]]) -> None
     assert RetrySet().size == 0
 
 
+def test_every_page_refuses_a_post_without_the_token_on_its_own(
+    failed: Callable[[int], list[str]], settings: Any
+) -> None:
+    """The pages enforce CSRF themselves, not only through the project's middleware: a
+    project without CsrfViewMiddleware still gets a refused POST on every djqueue URL."""
+    from django.contrib import admin
+
+    failed(1)
+    settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if "csrf" not in m.lower()]
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    (key,) = keys(client.get(f"{ADMIN}/retryjob/"))
+    urls = [
+        f"/admin/djqueue/{model._meta.model_name}/"
+        + re.sub(r"<[^>]+>", "x", str(pattern.pattern))
+        for model, model_admin in admin.site._registry.items()
+        if model._meta.app_label == "djqueue"
+        for pattern in model_admin.get_urls()
+    ]
+    assert f"{ADMIN}/retryjob/" in urls and len(urls) > 10
+    for url in urls:
+        refused = client.post(url, {"action": "retry", "_selected_action": key})
+        assert refused.status_code == 403 and b"CSRF" in refused.content, url
+    assert RetrySet().size == 1
+
+
 def test_pages_are_not_cached(admin_client: Client) -> None:
     assert "no-cache" in admin_client.get(f"{ADMIN}/retryjob/")["Cache-Control"]
 
