@@ -314,6 +314,9 @@ def get_settings() -> Settings:
         if found is not None:
             return found
     if _settings is None:
+        from .unwired import check
+
+        check()  # a framework in use that nobody wired djqueue into: never a silent default
         _settings = Settings.build(framework=_framework)
     return _settings
 

@@ -177,3 +177,63 @@ def test_perform_now_inside_a_transaction_keeps_the_connection(r):
     Order.objects.create(name="inside")
     assert count_orders.perform_now() == 1
     assert Order.objects.filter(name="inside").exists()
+
+
+UNWIRED = """
+import os, sys
+import django
+from django.conf import settings
+settings.configure(
+    INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth"],
+    DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+    DJQUEUE={"REDIS_URL": os.environ["DJQUEUE_REDIS_URL"]},
+)
+django.setup()
+import djqueue
+if sys.argv[1] == "configured":
+    djqueue.configure(redis_url=os.environ["DJQUEUE_REDIS_URL"])
+
+@djqueue.job(name="unwired.welcome")
+def send_welcome(user_id):
+    pass
+
+try:
+    print("pushed", send_welcome.perform_later(1))
+except djqueue.ConfigurationError as exc:
+    print("refused", exc)
+"""
+
+
+@pytest.mark.parametrize("how", ["as is", "configured"])
+def test_a_django_project_without_the_app_never_pushes_to_a_redis_nobody_configured(
+    redis_url, r, how
+):
+    """DJQUEUE set, the app left out of INSTALLED_APPS: the push is refused, with what to do,
+    rather than sent to the environment's (or the default) Redis outside the transaction.
+    Calling djqueue.configure() is wiring by hand: that push goes where it says."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "DJQUEUE_REDIS_URL": redis_url}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    result = subprocess.run(
+        [sys.executable, "-c", UNWIRED, how], capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    if how == "configured":
+        assert result.stdout.startswith("pushed ")
+        assert r.llen("queue:default") == 1
+        return
+    assert result.stdout.startswith("refused INSTALLED_APPS: Django is set up but djqueue's app")
+    assert 'Add "djqueue" to INSTALLED_APPS' in result.stdout
+    assert "djqueue.configure(" in result.stdout
+    assert r.keys("*") == []
+
+
+def test_a_plain_python_project_pushes_with_its_environment(redis_url, r):
+    """No framework loaded: the environment's Redis is the configured one."""
+    code = "import djqueue\nprint(djqueue.job(name='plain.add')(lambda a: a).perform_later(1))"
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "DJQUEUE_REDIS_URL": redis_url}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert r.llen("queue:default") == 1
