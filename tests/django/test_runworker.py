@@ -213,3 +213,42 @@ def test_runworker_reload_restarts_the_worker_when_a_job_module_changes(r, redis
         while time.monotonic() < deadline + 30 and os.path.exists(f"/proc/{pid}"):
             time.sleep(0.05)
         assert not os.path.exists(f"/proc/{pid}"), "the worker outlived its reloader"
+
+
+def test_runworker_reload_survives_a_syntax_error_in_a_jobs_module(r, redis_url, tmp_path):
+    """As runserver does: a broken jobs module (found by discovery, at Django's start-up) is
+    reported and watched; once the file is fixed, the worker starts and runs its job."""
+    app = tmp_path / "reload_app"
+    app.mkdir()
+    (app / "__init__.py").write_text("")
+    jobs = app / "jobs.py"
+    jobs.write_text("import djqueue\n\n@djqueue.job(name='t.fixed')\ndef fixed(:\n    pass\n")
+    (tmp_path / "reload_settings.py").write_text(
+        "from tests.django.settings import *  # noqa: F403\n\n"
+        "INSTALLED_APPS = [*INSTALLED_APPS, 'reload_app']  # noqa: F405\n"
+    )
+    log = tmp_path / "reload.log"
+    running = runworker(
+        redis_url,
+        log,
+        "--reload",
+        DJANGO_SETTINGS_MODULE="reload_settings",
+        PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}",
+    )
+    next(running)
+    deadline = time.monotonic() + 30
+    while "SyntaxError" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "djqueue: a jobs module failed to import" in log.read_text(), log.read_text()
+    assert "reload_app/jobs.py" in log.read_text()
+    time.sleep(1.1)  # a new modification time the reloader can tell apart
+    jobs.write_text(
+        "import djqueue\nfrom tests.jobs_for_worker import r\n\n"
+        "@djqueue.job(name='t.fixed')\ndef fixed(n):\n    r().rpush('fixed', n)\n"
+    )
+    djqueue.Client().push({"class": "t.fixed", "args": [7]})
+    while r.lrange("fixed", 0, -1) != ["7"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert r.lrange("fixed", 0, -1) == ["7"], log.read_text()
+    with pytest.raises(StopIteration):
+        next(running)  # TERM to the reloader; it exits 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any, cast
 
 from django.apps import apps
@@ -63,8 +64,21 @@ class Command(BaseCommand):
 
             if worker_options.get("processes") not in (None, 1):
                 raise CommandError("--reload runs one worker process: leave out --processes")
-            # The worker stops with the reloader's process if that one is killed.
-            autoreload.run_with_reloader(lambda: run_worker(worker_options, parent=os.getppid()))
+            def run() -> None:
+                # An error a jobs module raised at start-up (`discovery`) is raised here, in
+                # the reloader's worker thread: reported, and the reloader watches on.
+                try:
+                    autoreload.raise_last_exception()
+                except Exception:
+                    sys.stderr.write(
+                        "djqueue: a jobs module failed to import (below); the worker starts "
+                        "once the file is fixed\n"
+                    )
+                    raise
+                # The worker stops with the reloader's process if that one is killed.
+                run_worker(worker_options, parent=os.getppid())
+
+            autoreload.run_with_reloader(run)
             return
         signals.worker_forking.connect(close_connections)
         try:
