@@ -20,13 +20,10 @@ from flask.cli import AppGroup
 
 from djqueue.errors import DjQueueError
 from djqueue.worker.cli import (
-    PERIODIC_ACTIONS,
     REPORTS,
     add_report_arguments,
     add_worker_arguments,
-    effective_settings,
-    periodic_command,
-    report,
+    run_report,
     run_worker,
 )
 
@@ -86,11 +83,13 @@ def worker(ctx: click.Context) -> None:
 
 
 def _report(command: str, args: list[str]) -> None:
+    """``flask djqueue stats`` (queues, status, periodic): djqueue's one implementation
+    (`djqueue.worker.cli.run_report`) with this app's settings, and its database's outbox."""
     app, found = _app()
     parser = argparse.ArgumentParser(
         prog=f"flask djqueue {command}", description=REPORTS[command] + " (this app's Redis)"
     )
-    add_report_arguments(parser)
+    add_report_arguments(parser, command)
     try:
         options = vars(parser.parse_args(args))
         outbox = None
@@ -99,41 +98,22 @@ def _report(command: str, args: list[str]) -> None:
             from .outbox import stats
 
             outbox = stats(app)  # from the database: this command has the app
-        click.echo(report(command, options, found.settings, outbox))
+        answer = run_report(command, options, found.settings, outbox)
     except DjQueueError as exc:
         raise click.ClickException(str(exc)) from None
+    click.echo(answer.text, err=answer.error)
+    click.echo(answer.source, err=True)
+    click.get_current_context().exit(answer.code)
 
 
-@group.command("stats", context_settings=_RAW, add_help_option=False)
-@click.pass_context
-def stats(ctx: click.Context) -> None:
-    """Print processed/failed counts and set sizes."""
-    _report("stats", ctx.args)
+def _add_report(command: str) -> None:
+    @click.pass_context
+    def run(ctx: click.Context) -> None:
+        _report(command, ctx.args)
+
+    run.__doc__ = REPORTS[command][0].upper() + REPORTS[command][1:] + " (flags: --help)."
+    group.command(command, context_settings=_RAW, add_help_option=False)(run)
 
 
-@group.command("queues", context_settings=_RAW, add_help_option=False)
-@click.pass_context
-def queues(ctx: click.Context) -> None:
-    """Print each queue's size and latency."""
-    _report("queues", ctx.args)
-
-
-@group.command("periodic", context_settings=_RAW, add_help_option=False)
-@click.pass_context
-def periodic(ctx: click.Context) -> None:
-    """List periodic jobs, or enable, disable, run or delete one (flags: --help)."""
-    _, found = _app()
-    parser = argparse.ArgumentParser(
-        prog="flask djqueue periodic", description=REPORTS["periodic"] + " (this app's Redis)"
-    )
-    add_report_arguments(parser)
-    parser.add_argument("action", nargs="?", default="list", choices=PERIODIC_ACTIONS)
-    parser.add_argument("name", nargs="?", help="the periodic job's name")
-    options = vars(parser.parse_args(ctx.args))
-    action, name = options.pop("action"), options.pop("name")
-    try:
-        code, text = periodic_command(action, name, effective_settings(options, found.settings))
-    except DjQueueError as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(text, err=code != 0)
-    ctx.exit(code)
+for _command in REPORTS:
+    _add_report(_command)

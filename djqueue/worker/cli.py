@@ -416,20 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
         "myapp:create_app. The flags above still win over the app's settings",
     )
     for name, text in REPORTS.items():
-        sub = commands.add_parser(name, help=text, description=text)
-        add_report_arguments(sub)
-        if name == "status":
-            sub.add_argument("jid", help="the job's id")
-        if name == "periodic":
-            sub.add_argument(
-                "action",
-                nargs="?",
-                default="list",
-                choices=PERIODIC_ACTIONS,
-                help="list (the default), or act on the job NAME: enable, disable, run (push "
-                "it now), delete (a job declared in code comes back at the next worker start)",
-            )
-            sub.add_argument("name", nargs="?", help="the periodic job's name")
+        add_report_arguments(commands.add_parser(name, help=text, description=text), name)
     return parser
 
 
@@ -472,24 +459,63 @@ REPORTS = {
 }
 
 
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``stats`` and ``queues``: which Redis to read."""
+def add_report_arguments(parser: argparse.ArgumentParser, command: str = "stats") -> None:
+    """The flags of a report command (`REPORTS`): which Redis to read, and the command's own
+    arguments (``status JID``, ``periodic [ACTION NAME]``)."""
     parser.add_argument("--redis-url", default=None, metavar="URL", help="Redis to read")
     parser.add_argument(
         "--redis-url-file", default=None, metavar="PATH", help="read the URL from PATH"
     )
     parser.add_argument("--namespace", default=None, help="prefix of every Redis key")
+    if command == "status":
+        parser.add_argument("jid", help="the job's id")
+    if command == "periodic":
+        parser.add_argument(
+            "action",
+            nargs="?",
+            default="list",
+            choices=PERIODIC_ACTIONS,
+            help="list (the default), or act on the job NAME: enable, disable, run (push "
+            "it now), delete (a job declared in code comes back at the next worker start)",
+        )
+        parser.add_argument("name", nargs="?", help="the periodic job's name")
 
 
-def report(
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """What a report command answers: its exit code, its text (for stdout, or for stderr when
+    it is an ``error``) and ``source``, the Redis it read (password hidden), which every front
+    end prints after it on stderr, so that stdout stays the figures alone."""
+
+    code: int
+    text: str
+    source: str
+    error: bool = False
+
+
+def run_report(
     command: str, options: dict[str, Any], settings: Settings, outbox: OutboxStats | None = None
-) -> str:
-    """What ``stats`` or ``queues`` prints, read with the options on top of ``settings``
-    (``outbox``: the outbox's figures, when a framework command could read its database)."""
+) -> Report:
+    """Run the report command ``command`` (`REPORTS`) with the parsed ``options`` of
+    `add_report_arguments` on top of ``settings``: the one implementation behind ``djqueue
+    stats``, ``manage.py djqueue stats`` and ``flask djqueue stats`` (and queues, status,
+    periodic). ``outbox``: the outbox's figures, when a framework command could read its
+    database."""
     from ..api import report as reports
 
     effective = effective_settings(options, settings)
-    return reports.stats(effective, outbox) if command == "stats" else reports.queues(effective)
+    namespace = f" (namespace {effective.namespace})" if effective.namespace else ""
+    source = f"(read from Redis at {effective.safe_redis_url}{namespace})"
+    if command == "periodic":
+        code, text = periodic_command(options["action"], options["name"], effective)
+        return Report(code, text, source, error=code != 0)
+    if command == "status":
+        jid = options["jid"]
+        text = reports.job_status(jid, effective)
+        return Report(1 if text.startswith(f"job {jid}: unknown") else 0, text, source)
+    if command == "stats":
+        return Report(0, reports.stats(effective, outbox), source)
+    return Report(0, reports.queues(effective), source)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -501,25 +527,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if command == "worker":
             return run_worker(options)
-        jid = options.pop("jid", None)
-        if command == "periodic":
-            action, name = options.pop("action"), options.pop("name")
-            code, text = periodic_command(
-                action, name, effective_settings(options, config.get_settings())
-            )
-            print(text, file=sys.stdout if code == 0 else sys.stderr)
-            return code
-        if command == "status":
-            from ..api import report as reports
-
-            text = reports.job_status(jid, effective_settings(options, config.get_settings()))
-            print(text)
-            return 1 if text.startswith(f"job {jid}: unknown") else 0
-        print(report(command, options, config.get_settings()))
-        return 0
+        found = run_report(command, options, config.get_settings())
     except DjQueueError as exc:
         print(f"djqueue: {exc}", file=sys.stderr)
         return 1
+    hint = ""
+    if os.environ.get("DJANGO_SETTINGS_MODULE") and not (
+        options.get("redis_url") or options.get("redis_url_file")
+    ):
+        hint = f" (not Django's DJQUEUE setting: python manage.py djqueue {command} reads it)"
+    print(found.text, file=sys.stderr if found.error else sys.stdout, flush=True)
+    print(found.source + hint, file=sys.stderr)
+    return found.code
 
 
 if __name__ == "__main__":

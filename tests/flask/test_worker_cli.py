@@ -212,19 +212,24 @@ def test_two_apps_and_no_app_flag_is_an_error(run: Any) -> None:
     assert "2 Flask apps are set up with DjQueue in this worker" in worker.output()
 
 
-def test_flask_djqueue_reports_and_help(run: Any, app: flask.Flask, r: redis.Redis) -> None:
+def test_flask_djqueue_reports_and_help(
+    run: Any, app: flask.Flask, r: redis.Redis, redis_url: str
+) -> None:
     with app.app_context():
-        count_orders.perform_later()
+        jid = count_orders.perform_later()
     base = ["-m", "flask", "--app", "tests.flask.shop", "djqueue"]
-    queues, stats, helped = (
+    queues, stats, status, helped = (
         run(*base, "queues"),
         run(*base, "stats"),
+        run(*base, "status", str(jid)),
         run(*base, "worker", "--help"),
     )
     for command in (queues, stats, helped):
         assert command.process.wait(30) == 0, command.output()
     assert queues.output().splitlines()[1].split()[:2] == ["default", "1"]
     assert "enqueued   1" in stats.output()
+    assert f"(read from Redis at {redis_url})" in stats.output()  # the app's, said once
+    assert status.process.wait(30) == 1 and f"job {jid}: unknown" in status.output()
     assert "DJQUEUE_CONCURRENCY, now 10" in helped.output()
     assert "usage: flask djqueue worker" in helped.output()
 
