@@ -261,3 +261,31 @@ def test_flask_djqueue_worker_reload_restarts_when_a_module_changes(
     worker.process.kill()
     worker.process.wait(30)
     worker.wait_for(lambda: r.scard("processes") == 0, "the worker gone with its reloader")
+
+
+@pytest.mark.long
+def test_flask_djqueue_worker_reload_survives_a_syntax_error_in_a_job_module(
+    run: Any, r: redis.Redis, tmp_path: Path
+) -> None:
+    """The app imports its jobs module; a syntax error saved there is reported, the reloader
+    keeps watching, and the worker starts once the file is fixed (as `flask run` does)."""
+    (tmp_path / "reload_shop.py").write_text(
+        "from flask import Flask\n\nimport reload_jobs  # noqa: F401\n"
+        "from flask_djqueue import DjQueue\n\n\n"
+        "def create_app():\n    app = Flask(__name__)\n    app.config.from_prefixed_env()\n"
+        "    DjQueue(app)\n    return app\n"
+    )
+    jobs = tmp_path / "reload_jobs.py"
+    jobs.write_text("import djqueue\n\n@djqueue.job(name='t.fixed')\ndef fixed(:\n    pass\n")
+    app = str(tmp_path / "reload_shop.py")
+    worker = run("-m", "flask", "--app", app, "djqueue", "worker", "--reload")
+    worker.wait_for(lambda: "SyntaxError" in worker.output(), "the error reported")
+    assert "reload_jobs.py" in worker.output()
+    time.sleep(1.1)  # a new modification time the reloader can tell apart
+    assert worker.process.poll() is None, worker.output()
+    jobs.write_text(
+        "import djqueue\nfrom tests.jobs_for_worker import r\n\n"
+        "@djqueue.job(name='t.fixed')\ndef fixed(n):\n    r().rpush('fixed', n)\n"
+    )
+    r.lpush("queue:default", json.dumps({"class": "t.fixed", "args": [7], "jid": "b1"}))
+    worker.wait_for(lambda: r.lrange("fixed", 0, -1) == ["7"], "the job run by the fixed module")
