@@ -236,3 +236,16 @@ def test_redis_restarts_under_a_running_worker(spawn, tmp_path):
         client.close()
     finally:
         server.close()
+
+
+def test_burst_runs_the_queued_jobs_then_exits_0(spawn, redis_url, r):
+    """``--burst`` (RQ's habit): every job waiting in the worker's queues runs, then the
+    process leaves as on TERM; a job scheduled for later stays for the next worker."""
+    jobs.record.perform_bulk([["burst", i] for i in range(20)])
+    jobs.record.set(queue="other").perform_later("burst", "other")
+    jobs.record.perform_in(3600, "later", 1)
+    worker = spawn(redis_url, "--burst", "-q", "default", "-q", "other", "-c", "3")
+    assert worker.wait(60) == 0, worker.output()
+    assert sorted(r.lrange("burst", 0, -1)) == sorted([f"[{i}]" for i in range(20)] + ["['other']"])
+    assert "burst: the queues are empty" in worker.output() and "bye" in worker.output()
+    assert r.zcard("schedule") == 1 and r.scard("processes") == 0

@@ -172,6 +172,14 @@ class WorkingLists:
         """Push every job in these lists back to the front of its queue."""
         return requeue_process(self.redis, self.keys, self.identity, self.names, drop_index)
 
+    def queued(self) -> int:
+        """How many jobs wait in this process's queues (a key of another type counts as
+        empty: `take` skips it too)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for key in self.queue_keys.values():
+            pipe.llen(key)
+        return sum(n for n in pipe.execute(raise_on_error=False) if isinstance(n, int))
+
     def contents(self) -> dict[str, list[bytes]]:
         """What each working list holds now, by queue name."""
         pipe = self.redis.pipeline(transaction=False)

@@ -162,6 +162,13 @@ def add_worker_arguments(
         help="a label shown next to this process in UIs (default: the current directory's name)",
     )
     parser.add_argument(
+        "--burst",
+        action="store_true",
+        default=None,
+        help="run until the queues are empty and no job runs, then exit 0 (jobs scheduled "
+        "for later, and retries, stay for the next worker); one worker process",
+    )
+    parser.add_argument(
         "-v",
         "--verbose",
         action="store_true",
@@ -308,8 +315,11 @@ def run_worker(
         install(effective_settings(options, settings or config.get_settings()))
         try:
             s = config.get_settings()
-            if s.processes == 1 and not (s.max_memory or s.max_jobs):
-                code = run_launcher(parent)
+            burst = bool(options.get("burst"))
+            if burst and s.processes != 1:
+                raise ConfigurationError("burst", "--burst runs one worker process: -p 1")
+            if burst or (s.processes == 1 and not (s.max_memory or s.max_jobs)):
+                code = run_launcher(parent, burst)
             else:
                 if threading.current_thread() is not threading.main_thread():
                     raise ConfigurationError("processes", "a swarm runs in the main thread only")
@@ -339,13 +349,15 @@ def run_worker(
     return code
 
 
-def run_launcher(parent: int | None = None) -> int:
-    """One worker process, with the settings in force, until TERM/INT (or its recycling);
-    ``parent`` is the pid of the process it stops without (a swarm's parent, a reloader)."""
+def run_launcher(parent: int | None = None, burst: bool = False) -> int:
+    """One worker process, with the settings in force, until TERM/INT (or its recycling, or,
+    with ``burst``, until the queues are empty); ``parent`` is the pid of the process it stops
+    without (a swarm's parent, a reloader)."""
     from .launcher import Launcher
 
     launcher = Launcher(config.get_settings())
     launcher.parent = parent
+    launcher.burst = burst
     restore = _install_signal_handlers(launcher.signal)
     if threading.current_thread() is threading.main_thread():
         # A swarm's worker process starts with them blocked (`djqueue.worker.swarm`).

@@ -36,6 +36,9 @@ from .manager import Manager
 from .poller import Poller
 from .stats import Stats
 
+#: Seconds between two looks at the queues of a ``--burst`` worker.
+BURST_CHECK = 0.2
+
 #: BLMOVE timeout of idle processors: how long a quiet or stopping worker may wait for them.
 BLOCK_TIMEOUT = 2.0
 #: Exit code of a process that stopped to be replaced (over ``max_memory`` or ``max_jobs``):
@@ -120,6 +123,9 @@ class Launcher:
         self._stop_asked = 0.0
         #: The process this one stops without (a swarm's parent, a reloader), else None.
         self.parent: int | None = None
+        #: ``--burst``: stop, as on TERM, once the queues are empty and nothing runs.
+        self.burst = False
+        self._drained_once = False
 
     @property
     def info(self) -> dict[str, Any]:
@@ -248,7 +254,13 @@ class Launcher:
             logger.info("stopped before Redis could be reached; bye")
             return 0
         while True:
-            name = self.signals.get()
+            try:
+                name = self.signals.get(timeout=BURST_CHECK if self.burst else None)
+            except queue.Empty:
+                if self.drained() and not self.stopping.is_set():
+                    logger.info("burst: the queues are empty and no job runs; stopping")
+                    self.signal("TERM")
+                continue
             if name in ("TERM", "INT"):
                 self.stop()
                 return 0
@@ -256,6 +268,21 @@ class Launcher:
                 self.stop()
                 return RECYCLED
             self.handle(name)
+
+    def drained(self) -> bool:
+        """``--burst``'s test: nothing waits in the queues and nothing is in hand, seen twice
+        in a row, `BURST_CHECK` apart (a job between its queue and a processor's hands is in
+        neither for an instant). Redis unreachable: not drained; the worker waits for it."""
+        try:
+            empty = (
+                not self.manager.in_hand()
+                and not self.manager.aio.busy()
+                and self.fetcher.lists.queued() == 0
+            )
+        except REDIS_ERRORS:
+            empty = False
+        drained, self._drained_once = empty and self._drained_once, empty
+        return drained
 
     def signal(self, name: str) -> None:
         """Ask the run loop to act on ``name`` (safe from signal handlers and other threads).

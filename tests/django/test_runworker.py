@@ -252,3 +252,33 @@ def test_runworker_reload_survives_a_syntax_error_in_a_jobs_module(r, redis_url,
     assert r.lrange("fixed", 0, -1) == ["7"], log.read_text()
     with pytest.raises(StopIteration):
         next(running)  # TERM to the reloader; it exits 0
+
+
+def test_runworker_burst_runs_the_queued_jobs_then_exits_0(r, redis_url, tmp_path):
+    from tests.django.testapp.jobs import mark_order
+
+    order = Order.objects.create(name="first")
+    mark_order.perform_later(order.pk)
+    add_order.enqueue("burst")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.django.settings",
+        "DJQUEUE_REDIS_URL": redis_url,
+        "DJQUEUE_TEST_DATABASE_NAME": str(connection.settings_dict["NAME"]),
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "runworker", "--burst", "-q", "default", "-q", "tasks"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "burst: the queues are empty" in done.stderr
+    assert wait_for(r, "task")  # the django.tasks task ran
+    assert Order.objects.filter(name="burst").exists()
+    order.refresh_from_db()
+    assert order.seen_by_job
+    assert r.llen("queue:default") == 0 and r.llen("queue:tasks") == 0

@@ -289,3 +289,14 @@ def test_flask_djqueue_worker_reload_survives_a_syntax_error_in_a_job_module(
     )
     r.lpush("queue:default", json.dumps({"class": "t.fixed", "args": [7], "jid": "b1"}))
     worker.wait_for(lambda: r.lrange("fixed", 0, -1) == ["7"], "the job run by the fixed module")
+
+
+def test_flask_djqueue_worker_burst_runs_the_queued_jobs_then_exits_0(
+    run: Any, app: flask.Flask, r: redis.Redis, redis_url: str, database: str
+) -> None:
+    web = create_app(SQLALCHEMY_DATABASE_URI=database, DJQUEUE_REDIS_URL=redis_url)
+    ids = [web.test_client().post("/orders", data={"name": f"b{n}"}).json["id"] for n in range(3)]
+    worker = run("-m", "flask", "--app", "tests.flask.shop", "djqueue", "worker", "--burst")
+    assert worker.process.wait(60) == 0, worker.output()
+    assert all(confirmed(app, order_id) for order_id in ids), worker.output()
+    assert "burst: the queues are empty" in worker.output()
