@@ -405,8 +405,7 @@ def test_every_page_refuses_a_post_without_the_token_on_its_own(
     client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
     (key,) = keys(client.get(f"{ADMIN}/retryjob/"))
     urls = [
-        f"/admin/djqueue/{model._meta.model_name}/"
-        + re.sub(r"<[^>]+>", "x", str(pattern.pattern))
+        f"/admin/djqueue/{model._meta.model_name}/" + re.sub(r"<[^>]+>", "x", str(pattern.pattern))
         for model, model_admin in admin.site._registry.items()
         if model._meta.app_label == "djqueue"
         for pattern in model_admin.get_urls()

@@ -68,7 +68,9 @@ def test_manage_py_djqueue_reports_read_the_djqueue_setting(project, redis_url):
 def test_the_djqueue_command_says_which_redis_it_read(project, redis_url):
     """``djqueue stats`` knows nothing of Django: it reads the environment's Redis, says so,
     and points at ``manage.py djqueue stats`` when a Django project is around."""
-    found = command({**project, "DJQUEUE_REDIS_URL": redis_url}, "-m", "djqueue.worker.cli", "stats")
+    found = command(
+        {**project, "DJQUEUE_REDIS_URL": redis_url}, "-m", "djqueue.worker.cli", "stats"
+    )
     assert found.returncode == 0, found.stderr
     assert found.stderr == (
         f"(read from Redis at {redis_url}) (not Django's DJQUEUE setting: "

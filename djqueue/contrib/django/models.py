@@ -4,7 +4,8 @@ the optional transactional outbox (`OutboxJob`).
 `Job` carries djqueue's permissions: ``djqueue.view_job`` to see the pages, ``change_job`` to
 retry, run, kill, quiet and stop, ``delete_job`` to delete jobs and clear queues. The other
 models are the admin's entries for each page (its index and sidebar list models) and carry no
-permissions of their own. ``managed = False``: no migration creates a table for any of these page models.
+permissions of their own. ``managed = False``: no migration creates a table for any of these
+page models.
 """
 
 from __future__ import annotations

@@ -64,6 +64,7 @@ class Command(BaseCommand):
 
             if worker_options.get("processes") not in (None, 1):
                 raise CommandError("--reload runs one worker process: leave out --processes")
+
             def run() -> None:
                 # An error a jobs module raised at start-up (`discovery`) is raised here, in
                 # the reloader's worker thread: reported, and the reloader watches on.
