@@ -5,8 +5,9 @@
 worker with it: every job in the app's context, the app's ``DJQUEUE_*`` settings under the
 flags given. The flags are djqueue's own (`djqueue.worker.cli.add_worker_arguments`, parsed by
 the same argparse code as ``djqueue worker``), so they cannot drift apart, and ``--help`` shows
-each flag's value in this app. ``stats``, ``queues`` and ``periodic`` print what the ``djqueue``
-commands of those names print, for the app's Redis and namespace.
+each flag's value in this app. ``stats``, ``queues``, ``status`` and ``periodic`` print what the
+``djqueue`` commands of those names print (`djqueue.worker.cli.run_report`), for the app's
+Redis and namespace.
 """
 
 from __future__ import annotations

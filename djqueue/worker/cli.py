@@ -1,5 +1,6 @@
-"""The ``djqueue`` command: ``worker`` runs the runtime; ``stats`` and ``queues`` print what
-the inspection API sees (`djqueue.api.report`).
+"""The ``djqueue`` command: ``worker`` runs the runtime; ``stats``, ``queues``, ``status`` and
+``periodic`` print what the inspection API sees (`djqueue.api.report`), through `run_report`,
+which ``manage.py djqueue`` and ``flask djqueue`` run too.
 
     djqueue worker -r myapp.jobs -q critical,3 -q default -c 10
     djqueue worker --app myapp:create_app -q default      # a Flask app (flask_djqueue)
