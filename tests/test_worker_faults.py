@@ -154,6 +154,8 @@ def test_a_worker_drains_a_redis_that_is_out_of_memory(spawn, tmp_path):
             ),
             what="every job acknowledged",
         )
+        # The upgrade step's lock is a write Redis refuses: skipped for this start, and said.
+        assert "keys of layout 1 not upgraded at this start (command not allowed" in worker.output()
         worker.send(signal.SIGTERM)
         assert worker.wait(15) == 0
         r.close()

@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import redis
+import redis.exceptions
 
 from ..store import Keys, ProcessStore, requeue_process, upgrade, working_index
 from .fetch import Fetcher, Unit
@@ -141,8 +142,14 @@ class Janitor:
 
     def upgrade(self) -> None:
         """At start-up, before the first sweep: move what an earlier version wrote under
-        layout 1's key names (`djqueue.store.upgrade`), saying what moved."""
-        done = upgrade(self.redis, self.keys)
+        layout 1's key names (`djqueue.store.upgrade`), saying what moved. A refusal (Redis
+        out of memory refuses the lock's SET) skips it for this start: the worker must start
+        to drain the queues, and the sweep and the status read find layout 1's data anyway."""
+        try:
+            done = upgrade(self.redis, self.keys)
+        except redis.exceptions.ResponseError as exc:
+            logger.warning("keys of layout 1 not upgraded at this start (%s); the next tries", exc)
+            return
         if done is None:
             return
         if done.recoveries < 0:
