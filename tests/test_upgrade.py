@@ -137,3 +137,13 @@ def test_the_upgrade_is_idempotent_keeps_other_apps_keys_and_knows_the_namespace
     assert again is not None and (again.statuses, again.recoveries, again.scanned) == (0, 0, False)
     r.set("app:djqueue:upgrade", "1")  # another process is upgrading
     assert upgrade(client, keys) is None
+
+
+def test_a_namespace_with_pattern_characters_is_matched_as_written(redis_url, r):
+    client = redis.Redis.from_url(redis_url)
+    jid = "3" * 24
+    for namespace in ("[ns]", "n"):  # SCAN would read "[ns]:status:*" as "n:" or "s:"
+        r.hset(f"{namespace}:status:{jid}", mapping={"state": "pending", "retention": "60"})
+    done = upgrade(client, Keys("[ns]"))
+    assert done is not None and done.statuses == 1
+    assert r.exists(f"[ns]:djqueue:status:{jid}") and r.exists(f"n:status:{jid}")

@@ -23,6 +23,7 @@ a worker that finds the lock taken goes on, since the holder is doing it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,25 +57,33 @@ def upgrade(redis_client: redis.Redis, keys: Keys) -> Upgraded | None:
     if not redis_client.set(keys.upgrade_lock, "1", nx=True, ex=UPGRADE_LOCK_TTL):
         return None
     try:
-        earlier = keys.earlier
         recoveries, moved, left = _move(redis_client, keys, [])
         scanned = text(redis_client.get(keys.layout) or b"") != LAYOUT
         if scanned:
-            pattern = "".join("\\" + c if c in GLOB else c for c in earlier.status_prefix) + "*"
-            batch: list[str] = []
-            for key in redis_client.scan_iter(match=pattern, count=BATCH):
-                name = text(key)
-                if not name.endswith(":done"):
-                    batch.append(name[len(earlier.status_prefix) :])
-                if len(batch) >= BATCH:
-                    moved, left = _add(_move(redis_client, keys, batch), moved, left)
-                    batch = []
-            if batch:
-                moved, left = _add(_move(redis_client, keys, batch), moved, left)
+            for jids in _old_statuses(redis_client, keys.earlier.status_prefix):
+                _, more, kept = _move(redis_client, keys, jids)
+                moved, left = moved + more, left + kept
             redis_client.set(keys.layout, LAYOUT)
         return Upgraded(recoveries, moved, left, scanned)
     finally:
         redis_client.delete(keys.upgrade_lock)
+
+
+def _old_statuses(redis_client: redis.Redis, prefix: str) -> Iterator[list[str]]:
+    """The jids of the keys named ``PREFIX*`` (but the ``:done`` lists, which move with their
+    hash), `BATCH` at a time: one SCAN of the keyspace. The prefix is matched as written (a
+    namespace may hold characters SCAN reads as a pattern)."""
+    pattern = "".join("\\" + c if c in GLOB else c for c in prefix) + "*"
+    batch: list[str] = []
+    for key in redis_client.scan_iter(match=pattern, count=BATCH):
+        name = text(key)
+        if not name.endswith(":done"):
+            batch.append(name[len(prefix) :])
+        if len(batch) >= BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _move(redis_client: redis.Redis, keys: Keys, jids: list[str]) -> tuple[int, int, int]:
@@ -90,7 +99,3 @@ def _move(redis_client: redis.Redis, keys: Keys, jids: list[str]) -> tuple[int, 
         )
     merged, moved, left = UPGRADE(redis_client, names, [RECOVERY_TTL])
     return int(merged), int(moved), int(left)
-
-
-def _add(found: tuple[int, int, int], moved: int, left: int) -> tuple[int, int]:
-    return moved + found[1], left + found[2]
