@@ -14,7 +14,7 @@ import redis
 import djqueue
 from djqueue.store import Keys, upgrade
 
-from . import jobs_for_worker  # noqa: F401  (registers t.record, which the old jobs name)
+from . import jobs_for_worker  # registers t.record, which the old jobs name
 from .worker_support import wait_for
 
 #: Layout 1's in-flight status lifetime (30 days), as its scripts set it.
@@ -147,3 +147,14 @@ def test_a_namespace_with_pattern_characters_is_matched_as_written(redis_url, r)
     done = upgrade(client, Keys("[ns]"))
     assert done is not None and done.statuses == 1
     assert r.exists(f"[ns]:djqueue:status:{jid}") and r.exists(f"n:status:{jid}")
+
+
+def test_a_recoveries_key_of_the_wrong_type_is_named_and_the_worker_runs(worker, r, caplog):
+    r.set("recoveries", "not a hash")
+    jobs_for_worker.record.perform_later("ran", "after")
+    worker()
+    assert wait_for(lambda: r.lrange("ran", 0, -1)) == ["['after']"]
+    assert "recoveries or djqueue:recoveries is not a hash: crash recoveries not merged" in (
+        caplog.text
+    )
+    assert r.get("recoveries") == "not a hash"  # left for an operator to look at
