@@ -46,7 +46,7 @@ def main() -> None:
                 r.config_resetstat()
                 rate, us = drain_rate(ROOT, url, options.jobs, MODES[mode])
                 scripts = redis_us(r) / options.jobs
-                statuses = len(r.keys("status:*"))
+                statuses = len(r.keys("djqueue:status:*"))
                 r.close()
                 drain[mode].append(rate)
                 cpu[mode].append(us)

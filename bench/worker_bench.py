@@ -181,7 +181,7 @@ class Djqueue(System):
         self.jobs[job].perform_at(at, *args)
 
     def drained(self) -> bool:
-        working = self.r.keys("working:*")
+        working = self.r.keys("djqueue:working:*")
         return self.r.llen("queue:default") == 0 and not any(self.r.llen(k) for k in working)
 
 

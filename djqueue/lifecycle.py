@@ -20,11 +20,12 @@ from typing import Any
 from .config import Settings
 from .errors import JobCancelled, JobFailed, JobNotTracked, ResultTimeout
 from .store import JobStore, StatusStore
+from .store.status import ENDS
 
 #: Every state, in the order a job usually goes through them.
 STATES = ("scheduled", "pending", "active", "retry", "dead", "completed", "cancelled", "unknown")
 #: States a job does not leave on its own.
-FINISHED = frozenset({"completed", "dead", "cancelled"})
+FINISHED = frozenset(ENDS)
 
 #: What `cancel` says.
 CANCELLED = "cancelled"  # taken out of its queue, the schedule or the retry set

@@ -45,7 +45,7 @@ def test_scheduled_then_pending_then_active_then_completed(worker, r):
     assert st.finished_at and st.started_at and st.finished_at >= st.started_at
     assert st.attempts == 1 and st.error_class is None
     assert djqueue.result(jid) is None  # hold returns nothing
-    assert not r.llen(f"working:{w.identity}:default")
+    assert not r.llen(f"djqueue:working:{w.identity}:default")
 
 
 def test_failing_then_retry_then_dead(worker, r):
@@ -66,7 +66,7 @@ def test_failing_then_retry_then_dead(worker, r):
     # Retried from the dead set, it runs afresh: no end carried over from the last run (the
     # worker is stopped first, so the job waits in its queue to be looked at).
     running.stop()
-    r.hset(f"status:{jid}", "cancel", "1")  # as if a cancel had been asked of that run
+    r.hset(f"djqueue:status:{jid}", "cancel", "1")  # as if a cancel had been asked of that run
     assert DeadSet().retry_all() == 1
     st = djqueue.status(jid)
     assert st.state == "pending" and st.finished_at is None
@@ -83,7 +83,7 @@ def test_untracked_jobs_write_no_status(worker, r):
     assert djqueue.status(jid).state == "unknown"
     worker()
     wait_for(lambda: r.llen("out"))
-    assert not r.keys("status:*")
+    assert not r.keys("djqueue:status:*")
     with pytest.raises(djqueue.JobNotTracked):
         djqueue.result(jid, timeout=0.1)
 
@@ -92,9 +92,9 @@ def test_a_completed_job_and_its_result_expire_after_the_retention(worker, r):
     jid = jobs.add.set(retention=1).perform_later(2, 3)
     worker()
     assert djqueue.result(jid, timeout=10) == 5
-    assert 0 < r.ttl(f"status:{jid}") <= 1
+    assert 0 < r.ttl(f"djqueue:status:{jid}") <= 1
     wait_for(lambda: state(jid) == "unknown", timeout=5, what="expiry")
-    assert not r.exists(f"status:{jid}", f"status:{jid}:done")
+    assert not r.exists(f"djqueue:status:{jid}", f"djqueue:status:{jid}:done")
 
 
 def test_result_of_a_successful_job_sync_and_async(worker):

@@ -36,7 +36,7 @@ def pushes(r) -> dict[str, float]:
     for line in r.lrange("ticks", 0, -1):
         jid, enqueued_at = line.split()
         found[jid] = float(enqueued_at)
-    keys = ["queue:default", *r.scan_iter("working:*")]
+    keys = ["queue:default", *r.scan_iter("djqueue:working:*")]
     for key in keys:
         for raw in r.lrange(key, 0, -1):
             job = json.loads(raw)

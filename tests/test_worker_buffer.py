@@ -59,9 +59,9 @@ def test_quiet_sends_buffered_jobs_back_while_long_jobs_run(worker, r):
     # Unstarted jobs are back at the front of the queue, in their order, for other processes;
     # only the two running jobs are still held by this one.
     wait_for(lambda: queued_jids(r) == waiting[::-1])
-    assert r.llen(f"working:{w.identity}:default") == 2
+    assert r.llen(f"djqueue:working:{w.identity}:default") == 2
     assert "slow1 finished" not in r.lrange("events", 0, -1)
-    wait_for(lambda: r.llen(f"working:{w.identity}:default") == 0)
+    wait_for(lambda: r.llen(f"djqueue:working:{w.identity}:default") == 0)
     w.stop()
     events = r.lrange("events", 0, -1)
     assert sorted(events) == sorted(
@@ -87,11 +87,11 @@ def test_term_pushes_buffered_jobs_back_and_never_reruns_finished_ones(worker, r
     assert not set(ran) & set(queued), "a finished job was pushed back"
     assert set(ran) | set(queued) == set(jids)
     assert len(queued) == len(set(queued))
-    assert not r.keys("working:*")
+    assert not r.keys("djqueue:working:*")
     # The next worker runs the rest, each job once.
     worker(concurrency=4)
     wait_for(lambda: r.llen("ran") == len(jids), timeout=60)
-    wait_for(lambda: not r.keys("working:*"))
+    wait_for(lambda: not r.keys("djqueue:working:*"))
     assert sorted(r.lrange("ran", 0, -1)) == sorted(jids)
 
 
@@ -107,8 +107,8 @@ def test_a_batch_empties_the_first_queue_first_and_acks_and_push_backs_ride_alon
     assert [unit.queue for unit in batch] == ["high"] * 3 + ["low"] * 2
     # Acknowledge two, push the two low ones back (newest first), take nothing.
     assert fetcher.fetch(0, acks=batch[:2], back=batch[:2:-1]) == []
-    assert r.lrange("working:host:1:abcdefabcdef:high", 0, -1) == [batch[2].raw.decode()]
-    assert not r.exists("working:host:1:abcdefabcdef:low")
+    assert r.lrange("djqueue:working:host:1:abcdefabcdef:high", 0, -1) == [batch[2].raw.decode()]
+    assert not r.exists("djqueue:working:host:1:abcdefabcdef:low")
     assert queued_jids(r, "low") == low[::-1]
     assert queued_jids(r, "high") == []
 
@@ -135,7 +135,7 @@ def test_jobs_pushed_back_after_a_crash_are_flagged_by_every_way_of_taking_them(
     fetcher = Fetcher(runtime_redis(settings), Keys(), "host:1:abcdefabcdef", (("default", 0),))
     mine = jobs.record.perform_later("x", {"jid": "f" * 24})
     other = jobs.record.perform_later("y")
-    r.hset("recoveries", mapping={mine: 0, "f" * 24: 0})
+    r.hset("djqueue:recoveries", mapping={mine: 0, "f" * 24: 0})
     batch = fetcher.fetch(5)
     assert {json.loads(u.raw)["jid"]: u.recovered for u in batch} == {mine: True, other: False}
     fetcher.fetch(0, back=batch[::-1])  # back to the queue, as unstarted

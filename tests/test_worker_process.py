@@ -32,7 +32,7 @@ def test_term_pushes_an_unfinished_job_back_and_exits_0(spawn, redis_url, r):
     assert worker.wait() == 0
     queued = [json.loads(x) for x in r.lrange("queue:default", 0, -1)]
     assert [job["jid"] for job in queued] == [jid]
-    assert not r.exists(f"working:{identity}:default")
+    assert not r.exists(f"djqueue:working:{identity}:default")
     assert identity not in r.smembers("processes")
     assert "pushed 1 unfinished job(s) back" in worker.output()
 
@@ -188,7 +188,8 @@ def test_kill_9_loses_no_job(spawn, redis_url, r, tmp_path):
             # (and drops its index entry), long before the dead one's hash would expire.
             wait_for(
                 lambda dead=killed: (
-                    not r.hexists("working_lists", dead) and not r.keys(f"working:{dead}:*")
+                    not r.hexists("djqueue:working_lists", dead)
+                    and not r.keys(f"djqueue:working:{dead}:*")
                 ),
                 timeout=10,
                 what="the killed worker's jobs pushed back",
@@ -208,7 +209,7 @@ def test_kill_9_loses_no_job(spawn, redis_url, r, tmp_path):
     assert set(recorded(record)) == jids
     assert r.llen("queue:default") == 0
     assert r.zcard("retry") == 0 and r.zcard("dead") == 0
-    assert not r.keys("working:*")
+    assert not r.keys("djqueue:working:*")
 
 
 @pytest.mark.long

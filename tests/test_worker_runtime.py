@@ -19,7 +19,7 @@ def test_a_job_runs_with_its_args(worker, r):
     jid = jobs.record.perform_later("out", 1, "two", {"three": [3.5, None]})
     w = worker()
     assert wait_for(lambda: r.lrange("out", 0, -1)) == ["[1, 'two', {'three': [3.5, None]}]"]
-    wait_for(lambda: not r.llen(f"working:{w.identity}:default"))
+    wait_for(lambda: not r.llen(f"djqueue:working:{w.identity}:default"))
     assert r.llen("queue:default") == 0
     w.stop()
     assert r.get("stat:processed") == "1"
@@ -64,7 +64,7 @@ def test_a_failing_job_lands_in_retry_with_sidekiqs_fields(worker, r):
     assert isinstance(job["failed_at"], float)
     assert "retried_at" not in job and "error_backtrace" not in job
     assert job["failed_at"] + 15 <= score <= job["failed_at"] + 15 + 9
-    assert r.llen(f"working:{w.identity}:default") == 0
+    assert r.llen(f"djqueue:working:{w.identity}:default") == 0
     w.stop()
     assert r.get("stat:failed") == "1"
     assert r.get("stat:processed") == "1"
@@ -213,23 +213,23 @@ def test_remote_tstp_quiets_the_process(worker, r):
 def test_orphaned_jobs_of_a_dead_process_are_pushed_back(worker, r):
     dead = "gone-host:4242:0123456789ab"
     live = "other-host:4343:ba9876543210"
-    r.hset("working_lists", mapping={dead: '["default"]', live: '["default"]'})
+    r.hset("djqueue:working_lists", mapping={dead: '["default"]', live: '["default"]'})
     r.hset(live, "info", "{}")
     orphan = json.dumps({"class": "t.record", "args": ["orphan"], "jid": "a" * 24})
     kept = json.dumps({"class": "t.record", "args": ["kept"], "jid": "b" * 24})
-    r.lpush(f"working:{dead}:default", orphan)
-    r.lpush(f"working:{live}:default", kept)
+    r.lpush(f"djqueue:working:{dead}:default", orphan)
+    r.lpush(f"djqueue:working:{live}:default", kept)
     worker()
     wait_for(lambda: r.llen("orphan"))
-    assert not r.exists(f"working:{dead}:default")
-    assert not r.hexists("working_lists", dead)
-    assert r.lrange(f"working:{live}:default", 0, -1) == [kept]
+    assert not r.exists(f"djqueue:working:{dead}:default")
+    assert not r.hexists("djqueue:working_lists", dead)
+    assert r.lrange(f"djqueue:working:{live}:default", 0, -1) == [kept]
 
 
 def test_a_job_no_processor_holds_is_pushed_back(worker, r):
     w = worker()
     leaked = json.dumps({"class": "t.record", "args": ["leaked"], "jid": "c" * 24})
-    r.lpush(f"working:{w.identity}:default", leaked)
+    r.lpush(f"djqueue:working:{w.identity}:default", leaked)
     wait_for(lambda: r.llen("leaked"))
 
 
@@ -274,8 +274,8 @@ def remote_process(r, identity: str, beat_ago: float, interval: float, job: str)
     r.sadd("processes", identity)
     r.hset(identity, mapping={"info": json.dumps(info), "beat": time.time() - beat_ago})
     r.expire(identity, 60)
-    r.hset("working_lists", identity, json.dumps(["default"]))
-    r.lpush(f"working:{identity}:default", job)
+    r.hset("djqueue:working_lists", identity, json.dumps(["default"]))
+    r.lpush(f"djqueue:working:{identity}:default", job)
 
 
 def test_a_silent_process_on_another_host_loses_its_jobs_within_three_beats(worker, r):
@@ -286,9 +286,9 @@ def test_a_silent_process_on_another_host_loses_its_jobs_within_three_beats(work
     remote_process(r, "faraway:4343:abcdefabcdef", beat_ago=0.0, interval=30.0, job=busy)
     worker()
     assert wait_for(lambda: r.lrange("after", 0, -1)) == ["['recovered']"]
-    assert not r.hexists("working_lists", "elsewhere:4242:abcdefabcdef")
+    assert not r.hexists("djqueue:working_lists", "elsewhere:4242:abcdefabcdef")
     # The other one beat recently by its own interval: its job stays its own.
-    assert r.lrange("working:faraway:4343:abcdefabcdef:default", 0, -1) == [busy]
+    assert r.lrange("djqueue:working:faraway:4343:abcdefabcdef:default", 0, -1) == [busy]
 
 
 def test_a_queue_key_of_the_wrong_type_is_skipped_and_the_others_served(worker, r, caplog):

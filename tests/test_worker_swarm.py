@@ -39,8 +39,8 @@ def test_a_killed_child_is_replaced_and_its_job_runs(spawn, redis_url, r):
     wait_for(lambda: len(identities(r)) == 2, what="two processes")
     jobs.slow.perform_later("slow", 3)
     wait_for(lambda: r.lrange("slow", 0, -1) == ["started"], what="the job starts")
-    (holding,) = [key for key in r.scan_iter("working:*") if r.llen(key)]
-    victim = holding.split(":")[2]  # working:HOST:PID:TOKEN:QUEUE
+    (holding,) = [key for key in r.scan_iter("djqueue:working:*") if r.llen(key)]
+    victim = holding.split(":")[3]  # djqueue:working:HOST:PID:TOKEN:QUEUE
     before = identities(r)
     os.kill(int(victim), signal.SIGKILL)
     wait_for(lambda: len(identities(r) - before) == 1, what="a replacement", timeout=30)

@@ -11,6 +11,7 @@ to make it happen, the way a Dramatiq broker is the only code that knows its sto
 - `status`: a tracked job's status hash, its end, its cancellation (`StatusStore`).
 - `outbox`: the transactional outbox's figures, as the last relay saw them (`OutboxStore`).
 - `processes`: beat, clear, prune, remote signals, counters (`ProcessStore`).
+- `upgrade`: the worker-start step moving what an earlier layout wrote (`upgrade`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .keys import Keys
 from .outbox import OutboxFigures, OutboxStore
 from .processes import SIGNALS, ProcessStore
 from .status import StatusStore
+from .upgrade import Upgraded, upgrade
 from .working import WorkingLists, requeue_process, working_index
 
 __all__ = [
@@ -30,7 +32,9 @@ __all__ = [
     "OutboxStore",
     "ProcessStore",
     "StatusStore",
+    "Upgraded",
     "WorkingLists",
     "requeue_process",
+    "upgrade",
     "working_index",
 ]

@@ -2,9 +2,13 @@
 
 Sidekiq's layout first (``queues``, ``queue:NAME``, ``schedule``, ``retry``, ``dead``,
 ``processes``, the identity hashes, the counters), then djqueue's own additions (working lists,
-their index and the cluster-wide locks). Every name may carry the namespace prefix ``NS:``.
-Nothing outside `djqueue.store` spells a key: the client, the runtime, the inspection API and
-the web pages all ask a `Keys` object, so a layout change is made here once.
+their index, job status, the cluster-wide locks), which all sit under `OWN_PREFIX`
+(``djqueue:``) so that an app sharing the Redis, or an operator reading it, sees whose they
+are. Every name may carry the namespace prefix ``NS:`` in front of that
+(``NS:djqueue:status:JID``). Nothing outside `djqueue.store` spells a key: the client, the
+runtime, the inspection API and the web pages all ask a `Keys` object, so a layout change is
+made here once. `Keys.earlier` names djqueue's own keys as layout 1 did (no prefix), for the
+upgrade step (`djqueue.store.upgrade`) and for the sweep of an old process's working lists.
 """
 
 from __future__ import annotations
@@ -34,15 +38,31 @@ CRON_HISTORY_SIZE = 10
 #: Seconds the outbox figures a relay published stay readable: a relay publishes every
 #: round (about a second), so figures older than this mean no worker relays any more.
 OUTBOX_TTL = 60
+#: Seconds the upgrade step's lock is held at most (a crashed holder frees it by then).
+UPGRADE_LOCK_TTL = 60
+
+#: Where djqueue's own keys sit, after the namespace: one recognisable word that no Sidekiq
+#: key starts with (an identity is ``HOST:PID:NONCE``, so even a host named ``djqueue`` gives
+#: ``djqueue:1234:...``, never one of the words below).
+OWN_PREFIX = "djqueue:"
+#: The layout the `Keys.layout` marker records once the upgrade step has moved every key of
+#: the layout before it (layout 1: djqueue's own keys without `OWN_PREFIX`).
+LAYOUT = "2"
 
 
 class Keys:
-    """Key names for one namespace. ``Keys("app").queue("mail") == "app:queue:mail"``."""
+    """Key names for one namespace. ``Keys("app").queue("mail") == "app:queue:mail"``,
+    ``Keys("app").status("abc") == "app:djqueue:status:abc"``.
 
-    def __init__(self, namespace: str = "") -> None:
+    ``own`` is what djqueue's own keys carry after the namespace: `OWN_PREFIX`, or ``""`` for
+    layout 1's names (`earlier`)."""
+
+    def __init__(self, namespace: str = "", own: str = OWN_PREFIX) -> None:
         self.namespace = namespace
         self.prefix = f"{namespace}:" if namespace else ""
         p = self.prefix
+        #: The namespace and `OWN_PREFIX`: where every key of djqueue's own begins.
+        self.own_prefix = o = p + own
         # Sidekiq's keys.
         self.queues = p + "queues"
         self.schedule = p + "schedule"
@@ -53,30 +73,41 @@ class Keys:
         self.failed = p + "stat:failed"
         #: Sidekiq 7's lock: one prune of dead ``processes`` members at a time.
         self.process_cleanup = p + "process_cleanup"
-        # djqueue's additions (keys Sidekiq ignores).
+        # djqueue's additions (keys Sidekiq ignores), all under the own prefix.
         #: Hash: identity -> JSON list of the queue names it has working lists for.
-        self.working_lists = p + "working_lists"
+        self.working_lists = o + "working_lists"
         #: Lock: one sweep for dead processes' working lists per beat across the cluster.
-        self.working_sweep = p + "working_sweep"
+        self.working_sweep = o + "working_sweep"
         #: Hash: jid of a job pushed back after a crash -> its starts counted since (poison
         #: jobs, ``requeue_process.lua``); the key exists only while such jobs are about.
-        self.recoveries = p + "recoveries"
+        self.recoveries = o + "recoveries"
         #: Prefix of the job status hashes ``status:JID`` (tracked jobs only: those pushed
         #: with a ``retention``) and of their ``status:JID:done`` lists (see lua/status.lua).
-        self.status_prefix = p + "status:"
+        self.status_prefix = o + "status:"
         #: sidekiq-cron's set of periodic jobs. Its members are the hash key names without the
         #: namespace (``cron_job:NAME``), as sidekiq-cron under redis-namespace writes them.
         self.cron_jobs = p + "cron_jobs"
         #: Hash: the transactional outbox as the last relay round saw it (``size``,
         #: ``oldest`` created_at, ``at``, ``process``), for ``djqueue stats``.
-        self.outbox = p + "outbox"
+        self.outbox = o + "outbox"
+        #: Lock: one upgrade step (`djqueue.store.upgrade`) at a time across the cluster.
+        self.upgrade_lock = o + "upgrade"
+        #: String: the layout (`LAYOUT`) whose upgrade step has completed once; while it is
+        #: missing, a starting worker looks for layout 1's status keys.
+        self.layout = o + "layout"
+
+    @property
+    def earlier(self) -> Keys:
+        """djqueue's own keys as layout 1 named them (``NS:status:JID``, ``NS:recoveries``,
+        ``NS:working:IDENTITY:QUEUE``, ...): what processes of an earlier version write."""
+        return Keys(self.namespace, own="")
 
     def queue(self, name: str) -> str:
         return f"{self.prefix}queue:{name}"
 
     def working(self, identity: str, queue: str) -> str:
         """The list of jobs ``identity`` took from ``queue`` and has not acknowledged."""
-        return f"{self.prefix}working:{identity}:{queue}"
+        return f"{self.own_prefix}working:{identity}:{queue}"
 
     def process(self, identity: str) -> str:
         return self.prefix + identity

@@ -4,7 +4,8 @@ move between queues and sets.
 A job pushed with a ``retention`` is tracked: every transition that moves it (push, take, retry
 later, bury, push back, requeue after a crash, move to queue) also writes its state into the
 hash ``status:JID`` in the same script (``lua/status.lua``), so no crash can separate the two.
-This class reads that hash, waits for a job's end, records the end of a job that ran (with its
+This class reads that hash (and, during an upgrade, the one an earlier version wrote under
+layout 1's name: see `read`), waits for a job's end, records the end of a job that ran (with its
 return value), and cancels a job where it waits or flags it while it runs.
 """
 
@@ -20,6 +21,10 @@ from .keys import Keys
 from .replies import text
 from .scripts import CANCEL, FINISH
 
+#: The states a job ends in (``status_finished`` in lua/status.lua): it leaves them only when
+#: it is sent to run again.
+ENDS = ("completed", "dead", "cancelled")
+
 
 class StatusStore:
     """Status hashes of one Redis and namespace."""
@@ -27,12 +32,25 @@ class StatusStore:
     def __init__(self, redis_client: redis.Redis, keys: Keys) -> None:
         self.redis = redis_client
         self.keys = keys
+        self.earlier = keys.earlier
 
     def read(self, jid: str) -> dict[str, str]:
         """The status hash of ``jid`` as text (empty when the job is not tracked or expired):
-        one HGETALL, whatever the number of jobs."""
-        found: Any = self.redis.hgetall(self.keys.status(jid))
-        return {text(k): text(v) for k, v in found.items()}
+        one round trip, whatever the number of jobs.
+
+        Layout 1's hash (``status:JID``) is read in the same trip: an earlier version's
+        process still running during a rolling deploy writes there, after the upgrade step
+        moved the rest. When both names hold a status, the one that says the job ended wins
+        (the other version ran it last), else the new one; the other fills the fields the
+        winner lacks (``payload``, ``enqueued_at`` written at the push)."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hgetall(self.keys.status(jid))
+        pipe.hgetall(self.earlier.status(jid))
+        found: Any = pipe.execute()
+        new, old = ({text(k): text(v) for k, v in each.items()} for each in found)
+        if old and (not new or (old.get("state") in ENDS and new.get("state") not in ENDS)):
+            new, old = old, new
+        return {**old, **new}
 
     def wait(self, jid: str, timeout: float) -> bool:
         """Block in Redis until ``jid`` has finished or ``timeout`` seconds pass (0: forever);

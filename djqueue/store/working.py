@@ -195,14 +195,19 @@ def requeue_process(
     names: Sequence[str],
     drop_index: bool = True,
     crashed: bool = False,
+    lists: Keys | None = None,
 ) -> int:
     """Push back everything ``identity``'s working lists hold, oldest job first in line, and
     (unless ``drop_index`` is false) delete its ``working_lists`` entry; atomic, so never twice.
     ``crashed``: the process died, so each job is entered in ``recoveries`` and its next starts
-    are counted (`WorkingLists.count_start`). Returns how many jobs went back."""
+    are counted (`WorkingLists.count_start`). ``lists``: the layout naming the working lists
+    and their index when it is not ``keys``'s (``keys.earlier``: a process of an earlier
+    version); recoveries and statuses are written in ``keys``'s. Returns how many jobs went
+    back."""
+    lists = lists or keys
     pairs: list[str] = []
     for name in names:
-        pairs += (keys.working(identity, name), keys.queue(name))
+        pairs += (lists.working(identity, name), keys.queue(name))
     args = [
         identity if drop_index else "",
         "1" if crashed else "",
@@ -210,12 +215,13 @@ def requeue_process(
         *names,
         keys.status_prefix,
     ]
-    redis_keys = [keys.working_lists, keys.queues, keys.recoveries, *pairs]
+    redis_keys = [lists.working_lists, keys.queues, keys.recoveries, *pairs]
     return int(REQUEUE_PROCESS(redis_client, redis_keys, args))
 
 
 def working_index(redis_client: redis.Redis, keys: Keys) -> dict[str, list[str]]:
-    """``working_lists``: identity -> its queue names (an unreadable entry reads as none)."""
+    """``working_lists``: identity -> its queue names (an unreadable entry reads as none).
+    ``keys.earlier`` reads layout 1's index: the processes of an earlier version."""
     found: dict[str, list[str]] = {}
     for identity, value in redis_client.hgetall(keys.working_lists).items():
         ident = identity.decode() if isinstance(identity, bytes) else str(identity)

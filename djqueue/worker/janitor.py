@@ -1,11 +1,13 @@
 """Cleaning up after processes that died without a clean exit.
 
-Three duties, run at start-up and after every heartbeat:
+Three duties, run at start-up and after every heartbeat (and, at start-up only, the upgrade of
+the keys an earlier version wrote: `Janitor.upgrade`):
 
 * **Orphaned jobs.** A process that has not beaten for three of its heartbeat intervals (or
   whose identity hash has expired), or which ran on this host under a pid that no longer
   exists, has its working lists pushed back to the front of their queues, atomically, by
-  whichever live process gets there first. The periodic
+  whichever live process gets there first (an earlier version's process too: its lists keep
+  layout 1's names, see `djqueue.store.upgrade`). The periodic
   sweep is guarded by a short lock (``working_sweep``) so a cluster sweeps about once per beat.
 * **The processes set.** Members that are dead by the same rule are removed (the store's
   prune, under Sidekiq 7's ``process_cleanup`` lock), so a dead process leaves the UI within
@@ -25,8 +27,9 @@ from collections import Counter
 from collections.abc import Callable
 
 import redis
+import redis.exceptions
 
-from ..store import Keys, ProcessStore, requeue_process, working_index
+from ..store import Keys, ProcessStore, requeue_process, upgrade, working_index
 from .fetch import Fetcher, Unit
 from .log import logger
 
@@ -114,6 +117,11 @@ class Janitor:
     def sweep(self) -> int:
         """Push back the working lists of every dead process; returns the jobs pushed back."""
         index = working_index(self.redis, self.keys)
+        # Processes of an earlier version (running beside this one in a rolling deploy, or
+        # dead since) index their lists under layout 1's names: they are swept all the same.
+        earlier = working_index(self.redis, self.keys.earlier)
+        layout = {ident: self.keys.earlier for ident in earlier if ident not in index}
+        index = {**earlier, **index}
         others = [ident for ident in index if ident != self.identity]
         total = 0
         # Silence is judged on Redis's clock (the beats are written with it), and only once
@@ -124,11 +132,43 @@ class Janitor:
             silent = judge and beat is not None and self._silent(beat, now)
             if beat is not None and not self._gone(ident) and not silent:
                 continue
-            moved = requeue_process(self.redis, self.keys, ident, index[ident], crashed=True)
+            moved = requeue_process(
+                self.redis, self.keys, ident, index[ident], crashed=True, lists=layout.get(ident)
+            )
             if moved:
                 logger.warning("pushed back %d job(s) left by dead process %s", moved, ident)
             total += moved
         return total
+
+    def upgrade(self) -> None:
+        """At start-up, before the first sweep: move what an earlier version wrote under
+        layout 1's key names (`djqueue.store.upgrade`), saying what moved. A refusal (Redis
+        out of memory refuses the lock's SET) skips it for this start: the worker must start
+        to drain the queues, and the sweep and the status read find layout 1's data anyway."""
+        try:
+            done = upgrade(self.redis, self.keys)
+        except redis.exceptions.ResponseError as exc:
+            logger.warning("keys of layout 1 not upgraded at this start (%s); the next tries", exc)
+            return
+        if done is None:
+            return
+        if done.recoveries < 0:
+            logger.warning(
+                "%s or %s is not a hash: crash recoveries not merged",
+                self.keys.earlier.recoveries,
+                self.keys.recoveries,
+            )
+        elif done.recoveries:
+            logger.info(
+                "upgrade: %d crash recoveries merged into %s", done.recoveries, self.keys.recoveries
+            )
+        if done.statuses or done.statuses_left:
+            logger.info(
+                "upgrade: %d job statuses moved under %s (%d left where both names held one)",
+                done.statuses,
+                self.keys.status_prefix,
+                done.statuses_left,
+            )
 
     def clean_processes(self) -> int:
         """Prune dead members of ``processes`` (at most once per few seconds, cluster-wide)."""

@@ -193,6 +193,7 @@ class Launcher:
         finally:
             outage.connected()
         try:
+            keep_trying(self.janitor.upgrade, "upgrading the keys", self.stopping)
             keep_trying(self.janitor.sweep, "start-up sweep", self.stopping)
         except GaveUp:
             pass
