@@ -353,11 +353,13 @@ def test_djqueue_periodic_lists_and_acts(redis_url, r, capsys):
         return code, out, err
 
     code, out, _ = run()
-    header, *rows = out.splitlines()
+    table, bad = out.split("\n\n")
+    header, *rows = table.splitlines()
     assert header.split()[:4] == ["name", "status", "cron", "job"]
     assert [row.split()[0] for row in rows] == ["every", "nightly", "ruby"]
     assert "0 3 * * * Europe/Paris" in rows[1] and "never" in rows[1]
-    assert "unreadable" in rows[2]
+    assert "(bad: not fired by djqueue)" in rows[2]
+    assert "ruby: 'every 5 minutes': a cron expression has 5 fields" in bad
     assert run("disable", "nightly")[:2] == (0, "nightly: disabled\n")
     code, out, _ = run("run", "nightly")
     assert code == 0 and out.startswith("nightly: pushed ")
