@@ -34,7 +34,7 @@ def pushes(r) -> dict[str, float]:
     """jid -> enqueued_at of every p.tick job pushed: run, waiting, or held by a worker."""
     found = {}
     for line in r.lrange("ticks", 0, -1):
-        jid, enqueued_at = line.split()
+        jid, enqueued_at, _ran = line.split()
         found[jid] = float(enqueued_at)
     keys = ["queue:default", *r.scan_iter("working:*")]
     for key in keys:

@@ -114,8 +114,6 @@ class CronPoller:
         while not self.stop_event.is_set():
             try:
                 clock = redis_clock(self.entries)
-                if self._declare_due:
-                    self.declare()
                 wake = self.poll(clock(), clock)
             except REDIS_ERRORS as exc:
                 backoff.failed(exc)
@@ -136,6 +134,8 @@ class CronPoller:
         same clock. ``clock`` stamps the runs (default: ``now``, running on)."""
         if clock is None:
             clock = _running_on(now)
+        if self._declare_due:
+            self.declare()
         if now >= self._reload_at:
             self._read()
             self._reload_at = now + self.reload
@@ -176,6 +176,7 @@ class CronPoller:
             return
         self._bad.pop("cron_jobs", None)
         mine = {entry.name for entry in self.declarations}
+        repair = False
         for entry in self._schedule:
             if not entry.error:
                 self._bad.pop(entry.name, None)
@@ -183,13 +184,15 @@ class CronPoller:
             new = self._say(
                 entry.name,
                 f"not fired by djqueue: {entry.error}"
-                + ("" if entry.declared else " (sidekiq-cron may still fire it)"),
+                + ("" if entry.name in mine else " (sidekiq-cron may still fire it)"),
                 self._bad,
                 entry.error,
             )
-            if new and entry.name in mine:
-                logger.info("periodic %s: declared here, so written again", entry.name)
-                self._declare_due = True
+            repair = repair or (new and entry.name in mine)
+        if repair:
+            logger.info("periodic: writing this worker's declarations again over the bad ones")
+            self.declare()
+            self._read()
 
     def _say(self, name: str, line: str, seen: dict[str, str], problem: str = "") -> bool:
         """Log ``line`` about ``name`` unless ``problem`` (default: the line) was the last
