@@ -56,6 +56,8 @@ from .log import logger
 RELOAD = 10.0
 #: The most ticks of one job a poller tries in one look (one per second over `GRACE`).
 MAX_LATE = 60
+#: What problems of ``cron_jobs`` itself are logged under (no entry name holds a ``:``).
+SCHEDULE = ":cron_jobs"
 
 
 class CronPoller:
@@ -100,7 +102,7 @@ class CronPoller:
         try:
             sync(self.declarations, self.settings, self.redis)
         except BadSchedule as exc:
-            self._say("cron_jobs", str(exc), self._bad)
+            self._say(SCHEDULE, str(exc), self._bad)
         self._declare_due = False
         self._reload_at = 0.0
 
@@ -172,19 +174,20 @@ class CronPoller:
             self._schedule = self.entries.all()
         except BadSchedule as exc:
             self._schedule = []
-            self._say("cron_jobs", str(exc), self._bad)
+            self._say(SCHEDULE, str(exc), self._bad)
             return
-        self._bad.pop("cron_jobs", None)
+        self._bad.pop(SCHEDULE, None)
         mine = {entry.name for entry in self.declarations}
         repair = False
         for entry in self._schedule:
             if not entry.error:
                 self._bad.pop(entry.name, None)
                 continue
+            ruby_may = entry.cron and entry.error.startswith(repr(entry.cron))
             new = self._say(
                 entry.name,
                 f"not fired by djqueue: {entry.error}"
-                + ("" if entry.name in mine else " (sidekiq-cron may still fire it)"),
+                + (" (sidekiq-cron may still fire it)" if ruby_may else ""),
                 self._bad,
                 entry.error,
             )
