@@ -85,7 +85,7 @@ class CronStore:
         pipe = self.redis.pipeline(transaction=False)
         for name in names:
             self._read(pipe, name)
-        replies = pipe.execute(raise_on_error=False)
+        replies = _replies(pipe)
         found: dict[str, StoredEntry] = {}
         for i, name in enumerate(names):
             entry = self._entry(name, replies[4 * i : 4 * i + 4])
@@ -96,7 +96,7 @@ class CronStore:
     def read(self, name: str) -> StoredEntry | None:
         pipe = self.redis.pipeline(transaction=False)
         self._read(pipe, name)
-        return self._entry(name, pipe.execute(raise_on_error=False))
+        return self._entry(name, _replies(pipe))
 
     def _read(self, pipe: Any, name: str) -> None:
         k = self.keys
@@ -106,7 +106,7 @@ class CronStore:
         pipe.type(k.cron_history(name))
 
     def _entry(self, name: str, replies: list[Any]) -> StoredEntry | None:
-        kind, raw, claims, history = (text(r) if i != 1 else r for i, r in enumerate(replies))
+        kind, raw, claims, history = text(replies[0]), replies[1], *map(text, replies[2:])
         if kind == "none":
             return None
         k = self.keys
@@ -234,3 +234,13 @@ class CronStore:
         pipe.delete(k.cron_job(name), k.cron_enqueued(name), k.cron_history(name))
         removed, _ = pipe.execute()
         return bool(removed)
+
+
+def _replies(pipe: Any) -> list[Any]:
+    """The pipeline's replies, a WRONGTYPE error left in place of its reply (the entry's
+    ``TYPE`` replies say which key); any other error is raised, as without the pipeline."""
+    replies = pipe.execute(raise_on_error=False)
+    for reply in replies:
+        if isinstance(reply, Exception) and not str(reply).startswith("WRONGTYPE"):
+            raise reply
+    return list(replies)
