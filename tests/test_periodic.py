@@ -540,9 +540,7 @@ def test_bad_entries_are_skipped_logged_once_by_name_and_the_healthy_one_fires(
     assert r.type("cron_job:history:jid_history") == "hash"
 
 
-def test_bad_entries_are_shown_as_bad_by_the_listing_the_pages_and_the_command_line(
-    redis_url, r
-):
+def test_bad_entries_are_shown_as_bad_by_the_listing_the_pages_and_the_command_line(redis_url, r):
     from djqueue.api import report
     from djqueue.web.periodic import periodic_list, periodic_page
 
@@ -614,9 +612,7 @@ def test_a_declared_entry_gone_bad_under_a_running_poller_is_repaired_at_its_nex
     assert r.zrange(Keys().cron_enqueued("every"), -1, -1) == ["2027-01-01T10:02:00Z"]
 
 
-def test_a_cron_jobs_key_of_the_wrong_type_is_reported_once_and_stops_nothing(
-    redis_url, r, caplog
-):
+def test_a_cron_jobs_key_of_the_wrong_type_is_reported_once_and_stops_nothing(redis_url, r, caplog):
     from djqueue.api import report
     from djqueue.web.periodic import periodic_list
 
