@@ -18,12 +18,23 @@
 --!include status
 local status_prefix = table.remove(ARGV)
 local expected = {'hash', 'zset', 'list', 'set', 'list'}
-for i, want in ipairs(expected) do
+local function wrong(i)
   local kind = redis.call('TYPE', KEYS[i])['ok']
-  if i == 1 and kind == 'none' then return -2 end
-  if kind ~= want and kind ~= 'none' then
-    return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' is a ' .. kind .. ', not a ' .. want .. '; nothing was written')
+  if kind ~= expected[i] and kind ~= 'none' then
+    return 'WRONGTYPE ' .. KEYS[i] .. ' is a ' .. kind .. ', not a ' .. expected[i] .. '; nothing was written'
   end
+  return kind == 'none' and 'none' or nil
+end
+for i = 1, 2 do
+  local found = wrong(i)
+  if i == 1 and found == 'none' then return -2 end
+  if found and found ~= 'none' then return redis.error_reply(found) end
+end
+-- A claim lost to another poller (the common case with several workers) ends here, cheaply.
+if ARGV[1] ~= '' and ARGV[4] ~= '' and redis.call('ZSCORE', KEYS[2], ARGV[2]) then return 0 end
+for i = 3, 5 do
+  local found = wrong(i)
+  if found and found ~= 'none' then return redis.error_reply(found) end
 end
 if ARGV[1] ~= '' then
   local state = redis.call('HGET', KEYS[1], 'status')
