@@ -1,7 +1,7 @@
 """Periodic jobs the periodic tests run in worker subprocesses (``-r tests.periodic_jobs``).
 
-Each run records its jid and the second it was pushed in, so a test can count pushes per tick
-(a job killed with its worker may run twice, but it keeps its jid).
+Each run records its jid, the second it was pushed in and Redis's time when it ran, so a test
+can count pushes per tick (a job killed with its worker may run twice, but it keeps its jid).
 """
 
 from __future__ import annotations
@@ -21,4 +21,6 @@ EVERY = os.environ.get("DJQ_TEST_CRON", "* * * * * *")
 def tick() -> None:
     payload = current_job()
     assert payload is not None
-    r().rpush("ticks", f"{payload['jid']} {payload['enqueued_at']:.3f}")
+    seconds, micros = r().time()
+    ran = seconds + micros / 1_000_000
+    r().rpush("ticks", f"{payload['jid']} {payload['enqueued_at']:.3f} {ran:.3f}")

@@ -192,3 +192,19 @@ def test_hidden_arguments(redis_url: str, entries: None) -> None:
     assert "(1 argument hidden)" in listing and "weekly" not in listing.replace("weekly_report", "")
     entry = client.get("/djqueue/periodic/weekly_report").text
     assert "(1 argument hidden)" in entry and "&#34;weekly&#34;" not in entry
+
+
+def test_bad_entries_are_listed_with_what_is_wrong(client: Any, r: redis.Redis) -> None:
+    r.sadd("cron_jobs", "cron_job:broken")
+    r.set("cron_job:broken", "not a hash")
+    page = client.get("/jobs/periodic")
+    assert page.status_code == 200
+    assert "Cannot be read: cron_job:broken is a string, not a hash" in page.text
+    entry = client.get("/jobs/periodic/broken")
+    assert entry.status_code == 200
+    assert "cron_job:broken is a string, not a hash" in entry.text
+    r.delete("cron_jobs")
+    r.set("cron_jobs", "oops")
+    page = client.get("/jobs/periodic")
+    assert page.status_code == 200
+    assert "cron_jobs is a string, not a set: no periodic job can be read" in page.text

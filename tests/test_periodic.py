@@ -353,11 +353,13 @@ def test_djqueue_periodic_lists_and_acts(redis_url, r, capsys):
         return code, out, err
 
     code, out, _ = run()
-    header, *rows = out.splitlines()
+    table, bad = out.split("\n\n")
+    header, *rows = table.splitlines()
     assert header.split()[:4] == ["name", "status", "cron", "job"]
     assert [row.split()[0] for row in rows] == ["every", "nightly", "ruby"]
     assert "0 3 * * * Europe/Paris" in rows[1] and "never" in rows[1]
-    assert "unreadable" in rows[2]
+    assert "(bad: not fired by djqueue)" in rows[2]
+    assert "ruby: 'every 5 minutes': a cron expression has 5 fields" in bad
     assert run("disable", "nightly")[:2] == (0, "nightly: disabled\n")
     code, out, _ = run("run", "nightly")
     assert code == 0 and out.startswith("nightly: pushed ")
@@ -480,3 +482,165 @@ def test_a_disabled_jobs_skipped_ticks_are_trimmed_like_the_others(redis_url, r)
     cron.poll(start + 2 * 24 * 3600)  # two days later: the claims from back then are gone
     claims = r.zrange(Keys().cron_enqueued("every"), 0, -1, withscores=True)
     assert all(score > start for _, score in claims)
+
+
+# -- bad entries ----------------------------------------------------------------------------------
+
+
+def hand_written(r, name: str, **fields: str) -> None:
+    """An entry written as sidekiq-cron (or a hand) writes it; a field given as "" is left out."""
+    values = {"name": name, "cron": "* * * * *", "klass": "X", **fields}
+    r.sadd("cron_jobs", f"cron_job:{name}")
+    r.hset(f"cron_job:{name}", mapping={k: v for k, v in values.items() if v})
+
+
+#: Every way an entry can be bad, and what djqueue says about it.
+BAD = {
+    "string": "cron_job:string is a string, not a hash",
+    "nocron": "no 'cron' field",
+    "noclass": "no job class",
+    "badargs": "'args' is not JSON",
+    "badmessage": "'message' is not a JSON object",
+    "english": "'every 5 minutes': a cron expression has 5 fields",
+    "claims": "cron_job:claims:enqueued is a string, not a sorted set",
+    "history": "cron_job:history:jid_history is a hash, not a list",
+}
+
+
+def write_bad_entries(r) -> None:
+    r.sadd("cron_jobs", "cron_job:string")
+    r.set("cron_job:string", "not a hash")
+    hand_written(r, "nocron", cron="")
+    hand_written(r, "noclass", klass="")
+    hand_written(r, "badargs", args="[1,")
+    hand_written(r, "badmessage", message="{not json")
+    hand_written(r, "english", cron="every 5 minutes")
+    hand_written(r, "claims")
+    r.set("cron_job:claims:enqueued", "not a zset")
+    hand_written(r, "history")
+    r.hset("cron_job:history:jid_history", "not", "a list")
+
+
+def test_bad_entries_are_skipped_logged_once_by_name_and_the_healthy_one_fires(
+    redis_url, r, caplog
+):
+    sync([declare("* * * * *", name="good")], get_settings(), r)
+    write_bad_entries(r)
+    cron = poller(r)
+    for minute in range(3):  # three reads of the schedule, three ticks
+        cron.poll(at(2027, 1, 1, 10, minute, 1))
+    assert [job["class"] for job in pushed()] == ["t.record"] * 3
+    for name, says in BAD.items():
+        (line,) = [line for line in caplog.messages if line.startswith(f"periodic {name}:")]
+        assert says in line and "not fired by djqueue" in line
+    assert "Redis" not in caplog.text.replace("cron_job", "")  # no outage reported
+    # Nothing was written for them: the wrong-type keys are as they were.
+    assert r.get("cron_job:string") == "not a hash"
+    assert r.get("cron_job:claims:enqueued") == "not a zset"
+    assert r.type("cron_job:history:jid_history") == "hash"
+
+
+def test_bad_entries_are_shown_as_bad_by_the_listing_the_pages_and_the_command_line(redis_url, r):
+    from djqueue.api import report
+    from djqueue.web.periodic import periodic_list, periodic_page
+
+    sync([declare("* * * * *", name="good")], get_settings(), r)
+    write_bad_entries(r)
+    rows = {row.name: row for row in periodic_list().rows}
+    assert rows["good"].error == "" and rows["good"].next_run
+    for name, says in BAD.items():
+        assert says in rows[name].error, name
+        assert rows[name].next_run == ""
+        page = periodic_page(name)
+        assert page is not None and says in page.row.error
+    listing = report.periodic()
+    table, bad = listing.split("\n\n")
+    for line in table.splitlines()[1:]:
+        assert ("(bad: not fired by djqueue)" in line) == (not line.startswith("good "))
+    for name, says in BAD.items():
+        assert f"  {name}: " in bad and says in bad
+    # Actions answer instead of failing; delete removes a bad entry whatever its keys hold.
+    entry = PeriodicSet().find("string")
+    assert entry.run_now() is None and entry.disable() is False
+    assert PeriodicSet().find("claims").run_now() is None
+    assert entry.delete() and r.exists("cron_job:string") == 0
+
+
+def test_a_push_refused_by_redis_is_logged_once_and_claims_no_tick(redis_url, r, caplog):
+    sync([declare("* * * * *", queue="blocked")], get_settings(), r)
+    r.set("queue:blocked", "not a list")
+    cron = poller(r)
+    for minute in range(3):
+        cron.poll(at(2027, 1, 1, 10, minute, 1))
+    (line,) = [m for m in caplog.messages if m.startswith("periodic every: tick")]
+    assert "queue:blocked is a string, not a list" in line
+    # The refused ticks were not claimed (a claim without its push is a lost tick).
+    assert not {"2027-01-01T10:01:00Z", "2027-01-01T10:02:00Z"} & set(
+        r.zrange(Keys().cron_enqueued("every"), 0, -1)
+    )
+    r.delete("queue:blocked")
+    cron.poll(at(2027, 1, 1, 10, 3, 1))
+    assert len(pushed("blocked")) == 1
+
+
+def test_a_declared_entry_of_the_wrong_type_is_written_again(redis_url, r, caplog):
+    r.sadd("cron_jobs", "cron_job:every")
+    r.set("cron_job:every", "oops")
+    r.set("cron_job:every:enqueued", "oops")
+    r.set("cron_job:every:jid_history", "oops")
+    sync([declare("* * * * *")], get_settings(), r)
+    assert r.hget("cron_job:every", "klass") == "t.record"
+    for key in ("cron_job:every", "cron_job:every:enqueued", "cron_job:every:jid_history"):
+        assert f"periodic every: {key} was a string; written again as declared" in caplog.text
+    poller(r).poll(at(2027, 1, 1, 10, 0, 1))
+    assert len(pushed()) == 1
+
+
+def test_a_declared_entry_gone_bad_under_a_running_poller_is_repaired_at_its_next_read(
+    redis_url, r, caplog
+):
+    declared = [declare("* * * * *")]
+    sync(declared, get_settings(), r)
+    cron = CronPoller(get_settings(), r, declarations=declared)
+    cron.poll(at(2027, 1, 1, 10, 0, 1))
+    r.delete("cron_job:every")
+    r.set("cron_job:every", "oops")
+    cron.poll(at(2027, 1, 1, 10, 1, 1))
+    assert r.hget("cron_job:every", "klass") == "t.record"
+    assert "periodic every: not fired by djqueue: cron_job:every is a string" in caplog.text
+    cron.poll(at(2027, 1, 1, 10, 2, 1))
+    assert r.zrange(Keys().cron_enqueued("every"), -1, -1) == ["2027-01-01T10:02:00Z"]
+
+
+def test_a_cron_jobs_key_of_the_wrong_type_is_reported_once_and_stops_nothing(redis_url, r, caplog):
+    from djqueue.api import report
+    from djqueue.web.periodic import periodic_list
+
+    r.set("cron_jobs", "oops")
+    declared = [declare("* * * * *")]
+    cron = CronPoller(get_settings(), r, declarations=declared)
+    cron.declare()
+    for minute in range(3):
+        cron.poll(at(2027, 1, 1, 10, minute, 1))
+    says = "cron_jobs is a string, not a set"
+    assert sum(says in m for m in caplog.messages) == 1
+    assert says in periodic_list().problem
+    assert says in report.periodic()
+    r.delete("cron_jobs")
+    cron.declare()
+    cron.poll(at(2027, 1, 1, 10, 3, 1))
+    assert len(pushed()) == 1
+
+
+# -- Redis's clock -------------------------------------------------------------------------------
+
+
+def test_declaring_claims_the_tick_current_by_redis_clock_whatever_the_hosts(
+    redis_url, r, monkeypatch
+):
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 3600)  # this host runs an hour ahead
+    sync([declare("* * * * *")], get_settings(), r)
+    seconds, _ = r.time()
+    ((_, claimed),) = r.zrange(Keys().cron_enqueued("every"), 0, -1, withscores=True)
+    assert claimed <= seconds, "the tick of an hour ahead was claimed: it would never fire"

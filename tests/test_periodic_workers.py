@@ -34,7 +34,7 @@ def pushes(r) -> dict[str, float]:
     """jid -> enqueued_at of every p.tick job pushed: run, waiting, or held by a worker."""
     found = {}
     for line in r.lrange("ticks", 0, -1):
-        jid, enqueued_at = line.split()
+        jid, enqueued_at, _ran = line.split()
         found[jid] = float(enqueued_at)
     keys = ["queue:default", *r.scan_iter("djqueue:working:*")]
     for key in keys:
@@ -104,3 +104,90 @@ def test_a_worker_back_after_a_gap_runs_the_latest_missed_tick_once(
     # One push between the restart and the next tick: the catch-up, however slow the start.
     later = min((tick for tick in claimed if tick > caught_up), default=math.inf)
     assert sum(1 for at in jobs.values() if restarted <= at < later) == 1
+
+
+def test_wrong_type_keys_stop_neither_the_worker_nor_the_healthy_jobs(spawn, redis_url, r):
+    # A foreign entry whose hash is a string: skipped. This worker's own entry as a string:
+    # written again at start.
+    r.sadd("cron_jobs", "cron_job:broken", "cron_job:p.tick")
+    r.set("cron_job:broken", "not a hash")
+    r.set("cron_job:p.tick", "not a hash either")
+    worker = spawn(redis_url, "-r", "tests.periodic_jobs")
+    wait_for(lambda: r.llen("ticks") >= 3, what="three ticks", log=worker.log)
+    assert r.get("cron_job:broken") == "not a hash"
+    # Gone bad under the running worker: repaired at the poller's next read of the schedule.
+    r.delete("cron_job:p.tick:jid_history")
+    r.set("cron_job:p.tick:jid_history", "oops")
+    wait_for(lambda: r.type("cron_job:p.tick:jid_history") == "list", log=worker.log)
+    done = r.llen("ticks")
+    wait_for(lambda: r.llen("ticks") >= done + 2, what="ticks after the repair", log=worker.log)
+    worker.send(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    log = worker.output()
+    says = "periodic broken: not fired by djqueue: cron_job:broken is a string, not a hash"
+    assert log.count(says) == 1, log
+    assert "periodic p.tick: cron_job:p.tick was a string; written again as declared" in log
+    assert "periodic p.tick: cron_job:p.tick:jid_history was a string" in log
+    assert "lost Redis" not in log and "Traceback" not in log
+
+
+def test_a_worker_declares_its_schedule_again_when_redis_is_flushed(spawn, redis_url, r):
+    worker = spawn(redis_url, "-r", "tests.periodic_jobs")
+    wait_for(lambda: r.llen("ticks") >= 2, what="two ticks", log=worker.log)
+    r.flushall()
+    wait_for(lambda: r.llen("ticks") >= 2, timeout=30, what="ticks after FLUSHALL", log=worker.log)
+    assert r.smembers("cron_jobs") == {"cron_job:p.tick"}
+    worker.send(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    assert "declaring its periodic jobs again" in worker.output()
+
+
+def test_a_worker_declares_its_schedule_again_when_redis_restarts_empty(spawn, tmp_path):
+    from .redis_server import RedisServer
+
+    server = RedisServer().start()  # no persistence: a restart comes back empty
+    try:
+        r = server.client(decode_responses=True)
+        worker = spawn(server.url, "-r", "tests.periodic_jobs")
+        wait_for(lambda: r.llen("ticks") >= 2, what="two ticks", log=worker.log)
+        server.stop()
+        wait_for(lambda: "lost Redis" in worker.output(), log=worker.log)
+        server.start()
+        r = server.client(decode_responses=True)
+        wait_for(
+            lambda: r.llen("ticks") >= 2, timeout=40, what="ticks after the restart", log=worker.log
+        )
+        assert r.smembers("cron_jobs") == {"cron_job:p.tick"}
+        worker.send(signal.SIGTERM)
+        assert worker.wait(30) == 0
+        assert "reachable again" in worker.output()
+    finally:
+        server.close()
+
+
+def test_a_worker_whose_clock_runs_ahead_fires_no_tick_early_and_none_is_missed(
+    spawn, redis_url, r, monkeypatch
+):
+    monkeypatch.setenv("DJQ_TEST_CLOCK_SKEW", "30")  # this host's clock is 30 s fast
+    fast = spawn(redis_url, "-r", "tests.skewed_clock", "-r", "tests.periodic_jobs")
+    monkeypatch.delenv("DJQ_TEST_CLOCK_SKEW")
+    right = spawn(redis_url, "-r", "tests.periodic_jobs")
+    for worker in (fast, right):
+        worker.identity(r)
+    wait_for(lambda: len(claims(r)) >= 10, what="ten claimed ticks", log=fast.log)
+    seconds, micros = r.time()
+    declared, *fired = claims(r)
+    # Ticks are decided by Redis's clock: none is claimed before its time comes.
+    assert max(claims(r)) <= seconds + micros / 1_000_000, "a tick was fired early"
+    for worker in (fast, right):
+        worker.send(signal.SIGTERM)
+        assert worker.wait(30) == 0
+    fired = claims(r)[1:]
+    steps = [b - a for a, b in zip(fired, fired[1:], strict=False)]
+    assert steps == [1.0] * len(steps), "a tick missed"
+    jobs = pushes(r)
+    assert len(jobs) == len(fired), "a tick pushed twice, or a push without its claim"
+    # Each job ran after its tick, by Redis's clock.
+    ran = sorted(float(line.split()[2]) for line in r.lrange("ticks", 0, -1))
+    for tick, at in zip(fired, ran, strict=False):
+        assert at >= tick, (tick, at)

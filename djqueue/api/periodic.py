@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..cron import CronSchedule, InvalidCron, enqueue_time, iso, parse, parse_enqueue_time
 from ..schedule import SOURCE
-from ..store.cron import FIRED, CronStore
+from ..store.cron import FIRED, CronStore, StoredEntry
 from .base import ApiObject
 
 
@@ -27,20 +27,45 @@ class PeriodicJob(ApiObject):
     """One entry of ``cron_jobs``. ``fields`` is its hash as read; nothing is read again until
     an action runs."""
 
-    def __init__(self, name: str, fields: dict[str, str], **context: Any) -> None:
+    def __init__(self, name: str, stored: StoredEntry, **context: Any) -> None:
         super().__init__(**context)
         self.name = name
-        self.fields = fields
+        self.fields = stored.fields
         self.cron_store = CronStore(self.redis, self.keys)
-        self.cron: str = fields.get("cron", "")
-        #: The parsed schedule, or None when the text is not one djqueue reads (`error` says
-        #: why); such an entry is shown but never fired by djqueue.
+        self.cron: str = self.fields.get("cron", "")
+        #: The parsed schedule, or None when the text is not one djqueue reads.
         self.schedule: CronSchedule | None = None
-        self.error = ""
-        try:
-            self.schedule = parse(self.cron)
-        except InvalidCron as exc:
-            self.error = str(exc)
+        #: Why djqueue cannot fire this entry (a key of the wrong type, a missing field, JSON
+        #: that does not parse, a cron text it cannot read), or ``""``. Such an entry is
+        #: listed with the reason and may be deleted, but is never fired by djqueue.
+        self.error = stored.problem or self._problem()
+        if not self.error:
+            try:
+                self.schedule = parse(self.cron)
+            except InvalidCron as exc:
+                self.error = str(exc)
+
+    def _problem(self) -> str:
+        """What is wrong with the hash's fields, or ``""``."""
+        if not self.fields.get("cron"):
+            return "no 'cron' field: the entry has no schedule"
+        raw = self.fields.get("message")
+        if raw:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                message = None
+            if not isinstance(message, dict):
+                return f"'message' is not a JSON object: {raw[:80]!r}"
+        if not self.klass:
+            return "no job class: neither a 'klass' field nor a 'class' in 'message'"
+        raw = self.fields.get("args")
+        if raw:
+            try:
+                json.loads(raw)
+            except ValueError:
+                return f"'args' is not JSON: {raw[:80]!r}"
+        return ""
 
     def __repr__(self) -> str:
         return f"<PeriodicJob {self.name} {self.cron!r} {self.status}>"
@@ -111,8 +136,8 @@ class PeriodicJob(ApiObject):
         return parse_enqueue_time(self.fields.get("last_enqueue_time", ""))
 
     def next_run(self, now: float | None = None) -> float | None:
-        """The next tick (None for a schedule djqueue cannot read, or a disabled job)."""
-        if self.schedule is None or not self.enabled:
+        """The next tick (None for an entry djqueue cannot fire, or a disabled job)."""
+        if self.schedule is None or self.error or not self.enabled:
             return None
         return self.schedule.next(time.time() if now is None else now)
 
@@ -136,28 +161,34 @@ class PeriodicJob(ApiObject):
 
     def run_now(self) -> str | None:
         """Push the job now, outside its schedule (sidekiq-cron's "enqueue now"); its ticks
-        are unchanged. Returns the jid, or None if the entry is gone or a middleware stopped
-        the push."""
-        return self.fire(None, time.time())
+        are unchanged. Returns the jid, or None if the entry is gone or bad (`error`), or a
+        middleware stopped the push. The run's time is Redis's (see `redis_clock`)."""
+        if self.error:
+            return None
+        return self.fire(None, self._call(lambda: redis_clock(self)))
 
     def delete(self) -> bool:
         """Remove it from Redis; a job declared in code comes back at the next worker start."""
         return self._call(lambda: self.cron_store.delete(self.name))
 
-    def fire(self, tick: float | None, now: float) -> str | None:
+    def fire(self, tick: float | None, clock: Callable[[], float]) -> str | None:
         """Push the job for ``tick`` (epoch) unless another poller claimed it first, or now
-        when ``tick`` is None. Client middleware runs as for any push; the write is the store's
-        claim-and-push (``lua/cron_fire.lua``). Returns the jid pushed, else None."""
+        when ``tick`` is None. ``clock`` tells the time the run is stamped with
+        (``last_enqueue_time``, the payload's ``enqueued_at``): Redis's, so that a host whose
+        clock is off never writes a last run that hides the next ticks. Client middleware
+        runs as for any push; the write is the store's claim-and-push (``lua/cron_fire.lua``).
+        Returns the jid pushed, else None."""
         from ..client import Client
         from ..signals import job_enqueued
 
+        now = clock()
         client = Client(self.settings, self.redis)
         payload = client.normalize(self.item(now))
         payload.pop("at", None)
         outcome: list[int] = []
 
         def write() -> dict[str, Any]:
-            payload["enqueued_at"] = time.time()
+            payload["enqueued_at"] = clock()
             outcome.append(
                 self._call(
                     lambda: self.cron_store.fire(
@@ -214,6 +245,14 @@ class PeriodicJob(ApiObject):
         return item
 
 
+def redis_clock(api: ApiObject) -> Callable[[], float]:
+    """Redis's clock (``TIME``, one round trip), running on from there by this host's
+    monotonic clock: what periodic decisions and runs are timed by, whatever the host's
+    wall clock says (`djqueue.worker.cron_poller`)."""
+    base, started = api.process_store.server_time(), time.monotonic()
+    return lambda: base + (time.monotonic() - started)
+
+
 def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in ("true", "t", "yes", "y", "1")
 
@@ -231,14 +270,16 @@ class PeriodicSet(ApiObject):
         return iter(self.all())
 
     def all(self) -> list[PeriodicJob]:
+        """Every entry, bad ones included (`PeriodicJob.error`); raises
+        `djqueue.store.cron.BadSchedule` when ``cron_jobs`` itself is not a set."""
         store = CronStore(self.redis, self.keys)
         found = self._call(store.read_all)
-        return [PeriodicJob(name, fields, **self._context()) for name, fields in found.items()]
+        return [PeriodicJob(name, entry, **self._context()) for name, entry in found.items()]
 
     def find(self, name: str) -> PeriodicJob | None:
         store = CronStore(self.redis, self.keys)
-        fields = self._call(lambda: store.read(name))
-        return PeriodicJob(name, fields, **self._context()) if fields else None
+        entry = self._call(lambda: store.read(name))
+        return PeriodicJob(name, entry, **self._context()) if entry else None
 
     @property
     def size(self) -> int:

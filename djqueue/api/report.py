@@ -53,15 +53,20 @@ def queues(settings: Settings | None = None) -> str:
 
 
 def periodic(settings: Settings | None = None, now: float | None = None) -> str:
-    """``djqueue periodic``: every periodic job with its state, schedule, last and next run."""
+    """``djqueue periodic``: every periodic job with its state, schedule, last and next run;
+    then, for each bad entry (never fired by djqueue), what is wrong with it."""
+    from ..store.cron import BadSchedule
     from .periodic import PeriodicSet
 
-    entries = PeriodicSet(settings=settings).all()
+    try:
+        entries = PeriodicSet(settings=settings).all()
+    except BadSchedule as exc:
+        return f"no periodic job can be read: {exc}"
     if not entries:
         return "no periodic jobs"
     rows = [("name", "status", "cron", "job", "queue", "last run", "next run")]
     for entry in entries:
-        cron = entry.cron if entry.schedule else f"{entry.cron} (unreadable: not fired by djqueue)"
+        cron = f"{entry.cron} (bad: not fired by djqueue)" if entry.error else entry.cron
         rows.append(
             (
                 entry.name,
@@ -74,10 +79,14 @@ def periodic(settings: Settings | None = None, now: float | None = None) -> str:
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
+    lines = [
         "  ".join(text.ljust(width) for text, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
-    )
+    ]
+    bad = [f"  {entry.name}: {entry.error}" for entry in entries if entry.error]
+    if bad:
+        lines += ["", "bad entries (djqueue never fires them; delete or rewrite them):", *bad]
+    return "\n".join(lines)
 
 
 def _when(seconds: float | None, *, seconds_only: bool = False) -> str:

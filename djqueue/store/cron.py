@@ -11,12 +11,15 @@
 - ``cron_job:NAME:jid_history``: the last jids pushed, newest first.
 
 The store decides nothing: which tick is due, and whether to catch one up, is the worker's
-cron poller's business (`djqueue.worker.cron_poller`).
+cron poller's business (`djqueue.worker.cron_poller`). It does say when a key holds the wrong
+type (`StoredEntry.problem`, `BadSchedule`), so that one bad entry is shown and skipped instead
+of failing every read of the schedule; the scripts check the types before their first write.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -27,6 +30,29 @@ from .scripts import CRON_FIRE, CRON_SAVE, CRON_STATUS
 
 #: What `CronStore.fire` answers.
 FIRED, CLAIMED_BEFORE, DISABLED, GONE = 1, 0, -1, -2
+#: The type each key of an entry must have (or be absent), as ``TYPE`` names it.
+HASH, ZSET, LIST = "hash", "zset", "list"
+_TYPE_NAMES = {"zset": "a sorted set", "hash": "a hash", "list": "a list", "set": "a set"}
+
+
+class BadSchedule(Exception):
+    """``cron_jobs`` is not a set: no periodic job can be read or declared until it is
+    deleted. Not a `redis.RedisError`, so that callers never take it for an outage."""
+
+
+@dataclass
+class StoredEntry:
+    """One entry as Redis holds it: its hash (empty when the key is not a hash) and why its
+    keys cannot be used, or ``""``."""
+
+    fields: dict[str, str]
+    problem: str = ""
+
+
+def wrong_type(key: str, kind: str, expected: str) -> str:
+    """What a key of the wrong type is told as: ``cron_job:x is a string, not a hash``."""
+    found = _TYPE_NAMES.get(kind, f"a {kind}")
+    return f"{key} is {found}, not {_TYPE_NAMES.get(expected, expected)}"
 
 
 class CronStore:
@@ -35,31 +61,78 @@ class CronStore:
         self.keys = keys
 
     def names(self) -> list[str]:
-        """Every periodic job's name, sorted (members that are not ``cron_job:NAME`` skipped)."""
-        members = (text(m) for m in self.redis.smembers(self.keys.cron_jobs))
+        """Every periodic job's name, sorted (members that are not ``cron_job:NAME`` skipped).
+        Raises `BadSchedule` when ``cron_jobs`` is not a set."""
+        try:
+            found = self.redis.smembers(self.keys.cron_jobs)
+        except redis.ResponseError as exc:
+            if not str(exc).startswith("WRONGTYPE"):
+                raise
+            kind = text(self.redis.type(self.keys.cron_jobs))
+            raise BadSchedule(
+                f"{wrong_type(self.keys.cron_jobs, kind, 'set')}: no periodic job can be read "
+                f"or declared until it is deleted"
+            ) from None
+        members = (text(m) for m in found)
         return sorted(m[len("cron_job:") :] for m in members if m.startswith("cron_job:"))
 
-    def read_all(self) -> dict[str, dict[str, str]]:
-        """name -> the job's hash, in two round trips; members without a hash are left out
-        (sidekiq-cron's ``Job.all`` does the same)."""
+    def read_all(self) -> dict[str, StoredEntry]:
+        """name -> the entry, in two round trips; members without a hash are left out
+        (sidekiq-cron's ``Job.all`` does the same). An entry whose keys hold the wrong type
+        is returned with its `StoredEntry.problem`, never raised: one bad entry must not hide
+        the others."""
         names = self.names()
         pipe = self.redis.pipeline(transaction=False)
         for name in names:
-            pipe.hgetall(self.keys.cron_job(name))
-        found: dict[str, dict[str, str]] = {}
-        for name, raw in zip(names, pipe.execute(), strict=True):
-            if raw:
-                found[name] = {text(k): text(v) for k, v in raw.items()}
+            self._read(pipe, name)
+        replies = _replies(pipe)
+        found: dict[str, StoredEntry] = {}
+        for i, name in enumerate(names):
+            entry = self._entry(name, replies[4 * i : 4 * i + 4])
+            if entry is not None:
+                found[name] = entry
         return found
 
-    def read(self, name: str) -> dict[str, str] | None:
-        raw = self.redis.hgetall(self.keys.cron_job(name))
-        return {text(k): text(v) for k, v in raw.items()} if raw else None
+    def read(self, name: str) -> StoredEntry | None:
+        pipe = self.redis.pipeline(transaction=False)
+        self._read(pipe, name)
+        return self._entry(name, _replies(pipe))
+
+    def _read(self, pipe: Any, name: str) -> None:
+        k = self.keys
+        pipe.type(k.cron_job(name))
+        pipe.hgetall(k.cron_job(name))
+        pipe.type(k.cron_enqueued(name))
+        pipe.type(k.cron_history(name))
+
+    def _entry(self, name: str, replies: list[Any]) -> StoredEntry | None:
+        kind, raw, claims, history = text(replies[0]), replies[1], *map(text, replies[2:])
+        if kind == "none":
+            return None
+        k = self.keys
+        problems = [
+            wrong_type(key, found, expected)
+            for key, found, expected in (
+                (k.cron_job(name), kind, HASH),
+                (k.cron_enqueued(name), claims, ZSET),
+                (k.cron_history(name), history, LIST),
+            )
+            if found not in (expected, "none")
+        ]
+        fields = {text(f): text(v) for f, v in raw.items()} if isinstance(raw, dict) else {}
+        return StoredEntry(fields, "; ".join(problems))
 
     def history(self, name: str) -> list[dict[str, Any]]:
-        """The jid history, newest first; entries that are not JSON objects are skipped."""
+        """The jid history, newest first; entries that are not JSON objects are skipped, and
+        a history key of the wrong type reads as empty (the entry's problem says why)."""
         entries = []
-        for raw in self.redis.lrange(self.keys.cron_history(name), 0, -1):
+        try:
+            raws = self.redis.lrange(self.keys.cron_history(name), 0, -1)
+        except redis.ResponseError as exc:
+            if not str(exc).startswith("WRONGTYPE"):
+                raise
+            return []
+        for raw in raws:
             try:
                 entry = json.loads(raw)
             except ValueError:
@@ -75,24 +148,35 @@ class CronStore:
 
     def save(
         self, name: str, fields: dict[str, str], tick: tuple[float, str], enabled: bool = True
-    ) -> bool:
+    ) -> tuple[bool, list[str]]:
         """Write a declared job; ``tick`` (epoch, ISO) is claimed if the job is new or its cron
-        changed. Returns True for a new job. See ``lua/cron_save.lua``."""
+        changed. Its keys that held the wrong type are replaced: the entry is djqueue's own,
+        written again from the code. Returns (whether the job is new, what was replaced: "KEY
+        was a TYPE"). See ``lua/cron_save.lua``; raises `BadSchedule` when ``cron_jobs`` is not
+        a set."""
         pairs: list[str] = []
         for key, value in fields.items():
             pairs += [key, value]
-        created = CRON_SAVE(
-            self.redis,
-            [self.keys.cron_jobs, self.keys.cron_job(name), self.keys.cron_enqueued(name)],
-            [
-                Keys.cron_member(name),
-                repr(tick[0]),
-                tick[1],
-                "enabled" if enabled else "disabled",
-                *pairs,
-            ],
-        )
-        return bool(created)
+        k = self.keys
+        try:
+            reply = CRON_SAVE(
+                self.redis,
+                [k.cron_jobs, k.cron_job(name), k.cron_enqueued(name), k.cron_history(name)],
+                [
+                    Keys.cron_member(name),
+                    repr(tick[0]),
+                    tick[1],
+                    "enabled" if enabled else "disabled",
+                    *pairs,
+                ],
+            )
+        except redis.ResponseError as exc:
+            if not str(exc).startswith("WRONGTYPE"):
+                raise
+            self.names()  # raises BadSchedule, the one key the script does not replace
+            raise
+        created, *replaced = reply
+        return bool(created), [text(r) for r in replaced]
 
     def set_status(self, name: str, enabled: bool) -> bool:
         """Enable or disable; False if the job no longer exists."""
@@ -150,3 +234,13 @@ class CronStore:
         pipe.delete(k.cron_job(name), k.cron_enqueued(name), k.cron_history(name))
         removed, _ = pipe.execute()
         return bool(removed)
+
+
+def _replies(pipe: Any) -> list[Any]:
+    """The pipeline's replies, a WRONGTYPE error left in place of its reply (the entry's
+    ``TYPE`` replies say which key); any other error is raised, as without the pipeline."""
+    replies = pipe.execute(raise_on_error=False)
+    for reply in replies:
+        if isinstance(reply, Exception) and not str(reply).startswith("WRONGTYPE"):
+            raise reply
+    return list(replies)

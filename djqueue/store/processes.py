@@ -38,14 +38,15 @@ class ProcessStore:
         queue_names: str,
         processed: int = 0,
         failed: int = 0,
-    ) -> tuple[str | None, list[str]]:
+    ) -> tuple[str | None, list[str], bool]:
         """One heartbeat, in one script (``beat.lua``, allowed to run when Redis is out of
         memory): flush the counts, rewrite the busy work (thread id -> JSON), refresh the
         identity hash with ``fields`` and its expiry, record the working lists' queue names
         (JSON), and pop one remote signal.
 
         Returns (the signal popped or None, the identities in ``working_lists``: the djqueue
-        processes of the cluster, which the poller takes turns with)."""
+        processes of the cluster, which the poller takes turns with, whether the identity hash
+        was missing: a first beat, or Redis lost what it held)."""
         k = self.keys
         day = time.strftime("%Y-%m-%d", time.gmtime())
         keys = [
@@ -64,8 +65,8 @@ class ProcessStore:
         args += (queue_names, len(fields))
         for pair in (*fields.items(), *work.items()):
             args += pair
-        signal, peers = BEAT(self.redis, keys, args)
-        return text(signal) if signal else None, [text(p) for p in peers]
+        signal, peers, renewed = BEAT(self.redis, keys, args)
+        return text(signal) if signal else None, [text(p) for p in peers], bool(renewed)
 
     def clear(
         self, identity: str, processed: int = 0, failed: int = 0, drop_index: bool = True

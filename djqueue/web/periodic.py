@@ -24,6 +24,7 @@ from ..api import PeriodicJob, PeriodicSet
 from ..config import Settings, get_settings
 from ..cron import parse_enqueue_time
 from ..store import Keys
+from ..store.cron import BadSchedule
 from . import display
 from .actions import Action
 from .forms import Allowed, Form, Outcome, Refused
@@ -82,6 +83,8 @@ class PeriodicList:
     disabled: int
     show_args: bool
     actions: list[Action]
+    #: Why no entry can be read at all (``cron_jobs`` of the wrong type), or empty.
+    problem: str = ""
 
 
 @dataclass
@@ -150,7 +153,11 @@ def periodic_list(settings: Settings | None = None) -> PeriodicList:
     """Every entry, by name (two round trips however many there are)."""
     show_args = (settings or get_settings()).web_show_args
     now = time.time()
-    rows = [periodic_row(e, show_args, now) for e in PeriodicSet(settings=settings).all()]
+    try:
+        entries = PeriodicSet(settings=settings).all()
+    except BadSchedule as exc:
+        return PeriodicList([], 0, 0, show_args, list(ACTIONS), problem=str(exc))
+    rows = [periodic_row(e, show_args, now) for e in entries]
     enabled = sum(1 for r in rows if r.enabled)
     return PeriodicList(rows, enabled, len(rows) - enabled, show_args, list(ACTIONS))
 
@@ -216,7 +223,7 @@ def _fields(entry: PeriodicJob, row: PeriodicRow) -> list[Field]:
 
 def _no_next(row: PeriodicRow) -> str:
     if row.error:
-        return "never: the schedule cannot be read"
+        return "never: djqueue cannot fire this entry"
     return "none while disabled" if not row.enabled else ""
 
 

@@ -449,15 +449,16 @@ def periodic_command(action: str, name: str | None, settings: Settings) -> tuple
     entry = PeriodicSet(settings=settings).find(name)
     if entry is None:
         return 1, f"no periodic job named {name!r} (djqueue periodic lists them)"
-    if action == "enable":
-        entry.enable()
-        return 0, f"{name}: enabled"
-    if action == "disable":
-        entry.disable()
-        return 0, f"{name}: disabled"
+    if action in ("enable", "disable"):
+        done = entry.enable() if action == "enable" else entry.disable()
+        if not done:
+            return 1, f"{name}: not {action}d: {entry.error or 'it is gone'}"
+        return 0, f"{name}: {action}d"
     if action == "run":
         jid = entry.run_now()
-        return (0, f"{name}: pushed {jid}") if jid else (1, f"{name}: not pushed")
+        if jid:
+            return 0, f"{name}: pushed {jid}"
+        return 1, f"{name}: not pushed" + (f": {entry.error}" if entry.error else "")
     entry.delete()
     note = " (declared in code: it comes back at the next worker start)" if entry.declared else ""
     return 0, f"{name}: deleted{note}"

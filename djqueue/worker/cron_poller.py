@@ -3,9 +3,22 @@
 It reads the schedule (``cron_jobs``) every `RELOAD` seconds, sleeps until the next tick of
 any entry, and then asks the store to claim and push that tick (`PeriodicJob.fire`). Every
 worker does the same; the claim (a ZADD in the same Lua step as the push) lets exactly one of
-them push each tick, whichever wakes first, Ruby's sidekiq-cron pollers included. Clocks of
-different hosts may differ by a second or two: a tick is named by its own time, not by the
-host's, so a host running ahead fires it a little early and the others find it claimed.
+them push each tick, whichever wakes first, Ruby's sidekiq-cron pollers included.
+
+**Redis's clock.** Every decision (which tick is due, the run's ``last_enqueue_time``, how long
+to sleep) is taken from Redis's ``TIME``, read once per look and run on by the host's monotonic
+clock: a host whose wall clock is off neither fires ticks early (and stamps a last run that
+hides the next ones) nor late.
+
+**Bad entries** (a key of the wrong type, a missing field, JSON that does not parse, a cron
+text djqueue cannot read) are skipped, each logged once by name while it stays bad; the
+healthy ones go on firing. One of this worker's own declarations found bad is written again
+(`djqueue.worker.cron_sync` replaces its keys).
+
+**Declaring again.** The worker's declarations are written at start (`declare`), and again
+after an outage of Redis and when the heartbeat finds this process's hash gone (`redeclare`):
+a Redis restarted without persistence, or flushed, has lost the schedule, which would
+otherwise stay empty until the workers restart.
 
 Which ticks: on a poller's first look (its start), the latest one due: the catch-up tick, fired
 once if no one claimed it (only within `djqueue.schedule.GRACE` seconds for ``catch_up=False``
@@ -25,54 +38,89 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable, Sequence
 
 import redis
 
-from ..api.periodic import PeriodicJob, PeriodicSet
+from ..api.periodic import PeriodicJob, PeriodicSet, redis_clock
 from ..config import Settings
 from ..connection import CONNECTION_ERRORS
 from ..cron import iso
-from ..schedule import GRACE
-from ..store.cron import CLAIMED_BEFORE
+from ..schedule import GRACE, Periodic
+from ..store.cron import CLAIMED_BEFORE, BadSchedule
 from .backoff import REDIS_ERRORS, Backoff
+from .cron_sync import sync
 from .log import logger
 
 #: Seconds between two reads of the schedule.
 RELOAD = 10.0
 #: The most ticks of one job a poller tries in one look (one per second over `GRACE`).
 MAX_LATE = 60
+#: What problems of ``cron_jobs`` itself are logged under (no entry name holds a ``:``).
+SCHEDULE = ":cron_jobs"
 
 
 class CronPoller:
     def __init__(
-        self, settings: Settings, redis_client: redis.Redis, reload: float = RELOAD
+        self,
+        settings: Settings,
+        redis_client: redis.Redis,
+        reload: float = RELOAD,
+        declarations: Sequence[Periodic] = (),
     ) -> None:
+        self.settings = settings
+        self.redis = redis_client
         self.entries = PeriodicSet(settings=settings, redis_client=redis_client)
         self.reload = reload
+        #: What this process declares (code and settings), written by `declare`.
+        self.declarations = list(declarations)
         self.stop_event = threading.Event()
+        self._wake = threading.Event()
+        self._declare_due = False
         self.thread = threading.Thread(target=self.run, name="djqueue-cron", daemon=True)
         self._schedule: list[PeriodicJob] = []
         self._reload_at = 0.0
         #: name -> the latest tick this poller has handled (fired, or found claimed).
         self._tried: dict[str, float] = {}
-        #: Entries whose schedule djqueue cannot read, reported once each.
-        self._reported: set[str] = set()
+        #: What is wrong, by entry name, as last logged: each problem is logged once while
+        #: it lasts. ``_failing`` holds pushes refused by Redis, cleared by the next answer.
+        self._bad: dict[str, str] = {}
+        self._failing: dict[str, str] = {}
 
     def start(self) -> None:
         self.thread.start()
 
     def stop(self) -> None:
         self.stop_event.set()
+        self._wake.set()
         if self.thread.is_alive():
             self.thread.join(10)
+
+    def declare(self) -> None:
+        """Write this process's declarations (`djqueue.worker.cron_sync.sync`); the next look
+        reads the schedule again."""
+        try:
+            sync(self.declarations, self.settings, self.redis)
+        except BadSchedule as exc:
+            self._say(SCHEDULE, str(exc), self._bad)
+        self._declare_due = False
+        self._reload_at = 0.0
+
+    def redeclare(self) -> None:
+        """Write the declarations again at once, from the poller's thread (Redis lost them)."""
+        self._declare_due = True
+        self._wake.set()
 
     def run(self) -> None:
         backoff = Backoff("cron poller", self.stop_event)
         while not self.stop_event.is_set():
             try:
-                wake = self.poll(time.time())
+                clock = redis_clock(self.entries)
+                wake = self.poll(clock(), clock)
             except REDIS_ERRORS as exc:
                 backoff.failed(exc)
+                # Back from an outage, Redis may have come back empty: declare again.
+                self._declare_due = bool(self.declarations)
                 continue
             except Exception:
                 # A bug must not end periodic jobs for the life of the process.
@@ -80,30 +128,84 @@ class CronPoller:
                 self.stop_event.wait(1.0)
                 continue
             backoff.reset()
-            self.stop_event.wait(max(0.0, wake - time.time()))
+            self._wake.wait(max(0.0, wake - clock()))
+            self._wake.clear()
 
-    def poll(self, now: float) -> float:
-        """Fire what is due at ``now``; returns when to look next."""
+    def poll(self, now: float, clock: Callable[[], float] | None = None) -> float:
+        """Fire what is due at ``now`` (Redis's time); returns when to look next, on the
+        same clock. ``clock`` stamps the runs (default: ``now``, running on)."""
+        if clock is None:
+            clock = _running_on(now)
+        if self._declare_due:
+            self.declare()
         if now >= self._reload_at:
-            self._schedule = self.entries.all()
+            self._read()
             self._reload_at = now + self.reload
-            self._report_unreadable()
         wake = self._reload_at
         for entry in self._schedule:
             if self.stop_event.is_set():
                 break
-            if entry.schedule is None:
+            if entry.schedule is None or entry.error:
                 continue
-            for tick in self._ticks(entry, now):
+            try:
+                ticks = self._ticks(entry, now)
+                wake = min(wake, entry.schedule.next(now))
+            except Exception as exc:  # noqa: BLE001 - one schedule's bug must not stop the rest
+                self._say(entry.name, f"its schedule cannot be stepped: {exc!r}", self._bad)
+                continue
+            for tick in ticks:
                 try:
-                    self._handle(entry, tick, now)
+                    self._handle(entry, tick, clock)
                 except CONNECTION_ERRORS:
                     raise  # not tried: the next look after the outage tries it again
                 except Exception as exc:  # a bad entry (its message, a queue key Redis refuses)
-                    logger.error("periodic %s: tick %s not pushed: %s", entry.name, iso(tick), exc)
+                    self._say(
+                        entry.name, f"tick {iso(tick)} not pushed: {exc}", self._failing, str(exc)
+                    )
+                else:
+                    self._failing.pop(entry.name, None)
                 self._tried[entry.name] = tick
-            wake = min(wake, entry.schedule.next(now))
         return wake
+
+    def _read(self) -> None:
+        """Read the schedule; log each bad entry once, and write this process's own again
+        when one of them is bad."""
+        try:
+            self._schedule = self.entries.all()
+        except BadSchedule as exc:
+            self._schedule = []
+            self._say(SCHEDULE, str(exc), self._bad)
+            return
+        self._bad.pop(SCHEDULE, None)
+        mine = {entry.name for entry in self.declarations}
+        repair = False
+        for entry in self._schedule:
+            if not entry.error:
+                self._bad.pop(entry.name, None)
+                continue
+            ruby_may = entry.cron and entry.error.startswith(repr(entry.cron))
+            new = self._say(
+                entry.name,
+                f"not fired by djqueue: {entry.error}"
+                + (" (sidekiq-cron may still fire it)" if ruby_may else ""),
+                self._bad,
+                entry.error,
+            )
+            repair = repair or (new and entry.name in mine)
+        if repair:
+            logger.info("periodic: writing this worker's declarations again over the bad ones")
+            self.declare()
+            self._read()
+
+    def _say(self, name: str, line: str, seen: dict[str, str], problem: str = "") -> bool:
+        """Log ``line`` about ``name`` unless ``problem`` (default: the line) was the last
+        one logged for it; returns whether it was logged."""
+        problem = problem or line
+        if seen.get(name) == problem:
+            return False
+        seen[name] = problem
+        logger.warning("periodic %s: %s", name, line)
+        return True
 
     def _ticks(self, entry: PeriodicJob, now: float) -> list[float]:
         """The ticks to try now, oldest first: the latest due on a first look (the catch-up);
@@ -119,14 +221,14 @@ class CronPoller:
         since = [t for t in entry.schedule.upcoming(tried, MAX_LATE) if t <= now]
         return [t for t in since if now - t <= GRACE] or [latest]
 
-    def _handle(self, entry: PeriodicJob, tick: float, now: float) -> None:
+    def _handle(self, entry: PeriodicJob, tick: float, clock: Callable[[], float]) -> None:
         if not entry.enabled:
             # Disabled at the last read: claim the tick as skipped, unless it was enabled since.
             if entry.cron_store.skip(entry.name, (tick, iso(tick))) != CLAIMED_BEFORE:
                 return
             entry.fields["status"] = "enabled"
-        if self._due(entry, tick, now):
-            jid = entry.fire(tick, now)
+        if self._due(entry, tick, clock()):
+            jid = entry.fire(tick, clock)
             if jid:
                 logger.info("periodic %s: pushed %s for %s", entry.name, jid, iso(tick))
 
@@ -136,12 +238,8 @@ class CronPoller:
         last = entry.last_run
         return last is None or last < math.floor(tick)
 
-    def _report_unreadable(self) -> None:
-        for entry in self._schedule:
-            if entry.schedule is None and entry.name not in self._reported:
-                self._reported.add(entry.name)
-                logger.warning(
-                    "periodic %s is not fired by djqueue: %s (sidekiq-cron may still fire it)",
-                    entry.name,
-                    entry.error,
-                )
+
+def _running_on(now: float) -> Callable[[], float]:
+    """A clock that reads ``now`` and runs on by the monotonic clock."""
+    started = time.monotonic()
+    return lambda: now + (time.monotonic() - started)

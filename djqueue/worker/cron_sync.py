@@ -10,11 +10,14 @@ declarations in its heartbeat's ``info`` (``periodic``). So during a rolling dep
 worker of the older release still runs and declares the job, the entry stays and keeps firing;
 the first worker to start after the last such worker has stopped removes it. Entries written
 by Ruby's sidekiq-cron or by hand (no ``source``) are never removed by djqueue.
+
+**Repair.** A declared entry whose keys hold the wrong type (a string where the hash should
+be) is written again in place of them, with one log line naming each key replaced: the entry
+is djqueue's own and the code says what it holds. The current tick is taken from Redis's
+clock, so a host whose clock runs ahead never claims a tick that has not come.
 """
 
 from __future__ import annotations
-
-import time
 
 import redis
 
@@ -22,7 +25,7 @@ from ..api.process import ProcessSet
 from ..config import Settings
 from ..cron import iso, parse
 from ..schedule import SOURCE, Periodic
-from ..store import Keys
+from ..store import Keys, ProcessStore
 from ..store.cron import CronStore
 from .log import logger
 
@@ -30,20 +33,25 @@ from .log import logger
 def sync(
     declarations: list[Periodic], settings: Settings, redis_client: redis.Redis
 ) -> tuple[list[str], list[str]]:
-    """Save ``declarations``, remove retired entries; returns (created, removed) names."""
-    store = CronStore(redis_client, Keys(settings.namespace))
-    now = time.time()
+    """Save ``declarations``, remove retired entries; returns (created, removed) names.
+    Raises `djqueue.store.cron.BadSchedule` when ``cron_jobs`` is not a set."""
+    keys = Keys(settings.namespace)
+    store = CronStore(redis_client, keys)
+    now = ProcessStore(redis_client, keys).server_time()
     created: list[str] = []
     for entry in declarations:
         tick = parse(entry.cron).previous(now)
-        if store.save(entry.name, entry.fields(), (tick, iso(tick)), entry.enabled):
+        new, replaced = store.save(entry.name, entry.fields(), (tick, iso(tick)), entry.enabled)
+        for what in replaced:
+            logger.warning("periodic %s: %s; written again as declared", entry.name, what)
+        if new:
             created.append(entry.name)
             logger.info("periodic %s added: %s -> %s", entry.name, entry.cron, entry.job)
     mine = {entry.name for entry in declarations}
     retired = [
         name
-        for name, fields in store.read_all().items()
-        if fields.get("source") == SOURCE and name not in mine
+        for name, stored in store.read_all().items()
+        if stored.fields.get("source") == SOURCE and name not in mine
     ]
     if not retired:
         return created, []

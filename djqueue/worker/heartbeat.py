@@ -65,6 +65,10 @@ class Heartbeat:
         #: djqueue processes known from the last beat (sorted identities), for the poller.
         self.peers: list[str] = [identity]
         self.rtt_us = 0
+        #: Whether the last beat found this process's hash missing: after the first beat,
+        #: Redis lost it (restarted empty, flushed), and what the worker declares must be
+        #: written again (the launcher's periodic jobs).
+        self.renewed = False
 
     def beat(self) -> str | None:
         """Write one beat; returns the remote signal popped (``TSTP``, ``TERM``, ``TTIN``)."""
@@ -86,7 +90,7 @@ class Heartbeat:
                 "rss": rss_kb(),
                 "rtt_us": self.rtt_us,
             }
-            signal, peers = self.store.beat(
+            signal, peers, self.renewed = self.store.beat(
                 self.identity, fields, work, self.fetcher.index_value, processed, failed
             )
         except REDIS_ERRORS:

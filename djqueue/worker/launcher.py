@@ -26,7 +26,6 @@ from ..errors import ConfigurationError
 from ..store import JobStore, Keys
 from .backoff import REDIS_ERRORS, GaveUp, keep_trying, outage
 from .cron_poller import CronPoller
-from .cron_sync import sync as sync_periodic
 from .duties import DutyThread
 from .fetch import Fetcher
 from .heartbeat import Heartbeat, HeartbeatThread, rss_kb
@@ -107,7 +106,7 @@ class Launcher:
             lock_seconds=s.heartbeat_interval,
         )
         self.poller = Poller(self.jobs, self.keys, s.default_queue, s.poll_interval, self._slot)
-        self.cron_poller = CronPoller(s, self.redis)
+        self.cron_poller = CronPoller(s, self.redis, declarations=self.periodic)
         self.beats = HeartbeatThread(
             self.heartbeat, s.heartbeat_interval, self.signal, self._after_beat
         )
@@ -150,6 +149,12 @@ class Launcher:
         return info
 
     def _after_beat(self) -> None:
+        if self.heartbeat.renewed and self.periodic:
+            logger.warning(
+                "this process's entry was gone from Redis (restarted empty, or flushed): "
+                "declaring its periodic jobs again"
+            )
+            self.cron_poller.redeclare()
         self.manager.tidy()
         self.janitor.run()
         if self.parent is not None and os.getppid() != self.parent and not self.stopping.is_set():
@@ -198,7 +203,7 @@ class Launcher:
         except GaveUp:
             pass
         try:
-            keep_trying(self._sync_periodic, "periodic jobs", self.stopping)
+            keep_trying(self.cron_poller.declare, "periodic jobs", self.stopping)
         except GaveUp:
             pass
         self.manager.start()
@@ -210,9 +215,6 @@ class Launcher:
             signals.worker_started.send(self.identity, info=self.info)
         if first:
             self.signal(first)
-
-    def _sync_periodic(self) -> None:
-        sync_periodic(self.periodic, self.settings, self.redis)
 
     def quiet(self) -> None:
         if self.manager.quieting.is_set():

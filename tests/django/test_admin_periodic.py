@@ -305,3 +305,19 @@ def test_hidden_arguments(admin_client: Client, entries: None, redis_url: str) -
     )
     page = admin_client.get(f"{PERIODIC}p.tick/").content.decode()
     assert "daily" not in page and "(2 arguments hidden)" in page
+
+
+def test_bad_entries_are_listed_with_what_is_wrong(admin_client: Client, r: redis.Redis) -> None:
+    r.sadd("cron_jobs", "cron_job:broken")
+    r.set("cron_job:broken", "not a hash")
+    page = admin_client.get(PERIODIC)
+    assert page.status_code == 200
+    assert "Cannot be read: cron_job:broken is a string, not a hash" in page.content.decode()
+    entry = admin_client.get(f"{PERIODIC}broken/")
+    assert entry.status_code == 200
+    assert "cron_job:broken is a string, not a hash" in entry.content.decode()
+    r.delete("cron_jobs")
+    r.set("cron_jobs", "oops")
+    page = admin_client.get(PERIODIC)
+    assert page.status_code == 200
+    assert "cron_jobs is a string, not a set" in page.content.decode()

@@ -12,7 +12,8 @@
 -- lifetime, ARGV[4] = the process hashes' lifetime, ARGV[5] = IDENTITY, ARGV[6] = the JSON list
 -- of its queue names, ARGV[7] = F, then F (field, value) pairs of the IDENTITY hash, then
 -- (thread id, work JSON) pairs of the busy work.
--- Returns {the signal popped or nil, the identities in working_lists}.
+-- Returns {the signal popped or nil, the identities in working_lists, 1 if the IDENTITY hash
+-- was missing (a first beat, or Redis lost it: restarted empty, flushed, or away > its lifetime)}.
 
 local counts = {{tonumber(ARGV[1]), 1, 3}, {tonumber(ARGV[2]), 2, 4}}
 for _, c in ipairs(counts) do
@@ -31,6 +32,7 @@ if #ARGV >= first_work then
   end
 end
 redis.call('SADD', KEYS[7], ARGV[5])
+local renewed = redis.call('EXISTS', KEYS[8]) == 0 and 1 or 0
 redis.call('HSET', KEYS[8], unpack(ARGV, 8, first_work - 1))
 -- The beat's time is Redis's: hosts' clocks may differ, and a peer judges silence by it.
 local now = redis.call('TIME')
@@ -38,4 +40,4 @@ redis.call('HSET', KEYS[8], 'beat', string.format('%d.%06d', now[1], now[2]))
 redis.call('EXPIRE', KEYS[8], ARGV[4])
 redis.call('HSET', KEYS[9], ARGV[5], ARGV[6])
 local signal = redis.call('RPOP', KEYS[10])
-return {signal, redis.call('HKEYS', KEYS[9])}
+return {signal, redis.call('HKEYS', KEYS[9]), renewed}

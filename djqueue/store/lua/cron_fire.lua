@@ -13,10 +13,29 @@
 -- A tick that falls while the job is disabled is claimed as skipped, so that enabling the job
 -- later never fires it as a missed tick.
 -- Returns 1 when pushed, 0 when the tick was claimed before (or, skipping, the job is enabled
--- after all), -1 when the job is disabled, -2 when it no longer exists.
+-- after all), -1 when the job is disabled, -2 when it no longer exists. A key of the wrong type
+-- is an error reply naming it, given before the first write: no tick is claimed unpushed.
 --!include status
 local status_prefix = table.remove(ARGV)
-if redis.call('EXISTS', KEYS[1]) == 0 then return -2 end
+local expected = {'hash', 'zset', 'list', 'set', 'list'}
+local function wrong(i)
+  local kind = redis.call('TYPE', KEYS[i])['ok']
+  if kind ~= expected[i] and kind ~= 'none' then
+    return 'WRONGTYPE ' .. KEYS[i] .. ' is a ' .. kind .. ', not a ' .. expected[i] .. '; nothing was written'
+  end
+  return kind == 'none' and 'none' or nil
+end
+for i = 1, 2 do
+  local found = wrong(i)
+  if i == 1 and found == 'none' then return -2 end
+  if found and found ~= 'none' then return redis.error_reply(found) end
+end
+-- A claim lost to another poller (the common case with several workers) ends here, cheaply.
+if ARGV[1] ~= '' and ARGV[4] ~= '' and redis.call('ZSCORE', KEYS[2], ARGV[2]) then return 0 end
+for i = 3, 5 do
+  local found = wrong(i)
+  if found and found ~= 'none' then return redis.error_reply(found) end
+end
 if ARGV[1] ~= '' then
   local state = redis.call('HGET', KEYS[1], 'status')
   if state and state ~= 'enabled' then
@@ -27,10 +46,6 @@ if ARGV[1] ~= '' then
   if ARGV[4] == '' then return 0 end
   if redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 0 end
   redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, '(' .. (tonumber(ARGV[1]) - tonumber(ARGV[8])))
-end
-local kind = redis.call('TYPE', KEYS[4])['ok']
-if kind ~= 'set' and kind ~= 'none' then
-  return redis.error_reply('WRONGTYPE ' .. KEYS[4] .. ' is a ' .. kind .. ', not a set; no job was written')
 end
 redis.call('LPUSH', KEYS[5], ARGV[4])
 redis.call('SADD', KEYS[4], ARGV[3])
