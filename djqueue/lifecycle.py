@@ -224,7 +224,11 @@ def cancel(jid: str) -> str:
                     return CANCELLED
         if st.state == "unknown":
             return UNKNOWN
-    return UNKNOWN
+    # Still not where its status says: taken by an idle worker's BLMOVE and not yet marked
+    # active, or held by a process that died. Flagged, it ends cancelled once it runs.
+    if st.state in ("pending", "active") and store.flag_cancel(jid, held=True):
+        return CANCELLING
+    return ALREADY_FINISHED if status(jid).finished else UNKNOWN
 
 
 class JobRef(str):
