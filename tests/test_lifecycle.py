@@ -136,9 +136,11 @@ def test_cancel_a_scheduled_and_a_pending_job(r):
     scheduled = jobs.add.perform_in(3600, 1, 2)
     pending = jobs.add.perform_later(1, 2)
     untracked = jobs.record.perform_later("out", 1)
+    untracked_scheduled = jobs.record.perform_in(3600, "out", 2)
     assert djqueue.cancel(scheduled) == lifecycle.CANCELLED
     assert pending.cancel() == lifecycle.CANCELLED
     assert djqueue.cancel(untracked) == lifecycle.CANCELLED  # found by a scan of the queues
+    assert djqueue.cancel(untracked_scheduled) == lifecycle.CANCELLED  # and of the schedule
     assert r.zcard("schedule") == 0 and r.llen("queue:default") == 0
     assert state(scheduled) == "cancelled" and state(pending) == "cancelled"
     with pytest.raises(djqueue.JobCancelled):
