@@ -120,9 +120,7 @@ FORK_IN_TESTS = "ignore:This process .* is multi-threaded:DeprecationWarning"
 
 
 @pytest.mark.filterwarnings(FORK_IN_TESTS)
-def test_a_child_that_dies_at_start_each_time_is_restarted_after_a_growing_pause(
-    tmp_path, caplog
-):
+def test_a_child_that_dies_at_start_each_time_is_restarted_after_a_growing_pause(tmp_path, caplog):
     starts = tmp_path / "starts"
 
     def crash(_parent: int) -> int:
