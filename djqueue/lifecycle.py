@@ -190,6 +190,9 @@ def cancel(jid: str) -> str:
     cancelled and is not retried), `ALREADY_FINISHED` when it had completed, died or been
     cancelled, and `UNKNOWN` when it was found nowhere.
 
+    The answer and the end agree: the store flags only a job still running, and writes any
+    end of a flagged one as cancelled (even if it returned before its worker saw the flag).
+
     A tracked job's status says where to look; an untracked one is looked for in the
     schedule, the retry set and every queue, scanned inside Redis (`JobStore.candidates`).
     """
