@@ -203,6 +203,22 @@ def test_a_job_told_to_cancel_ends_cancelled_even_when_it_returns_first(worker, 
     assert djqueue.cancel(jid) == lifecycle.ALREADY_FINISHED
 
 
+def test_cancel_of_a_job_in_a_workers_hands_but_not_yet_active(worker, r):
+    """Taken by an idle worker's BLMOVE, a job is 'pending' until its start is written, and
+    in no queue: cancel flags it (it used to answer "unknown"), and it ends cancelled. Here
+    its worker died at that moment; the next one pushes it back and runs it."""
+    jid = jobs.add.perform_later(1, 2)
+    dead = "gone-host:4242:0123456789ab"
+    r.hset("working_lists", dead, '["default"]')
+    r.lmove("queue:default", f"working:{dead}:default", "RIGHT", "LEFT")  # what BLMOVE does
+    assert state(jid) == "pending"
+    assert djqueue.cancel(jid) == lifecycle.CANCELLING
+    worker()
+    wait_for(lambda: djqueue.status(jid).finished, what="the end")
+    assert state(jid) == "cancelled"
+    assert djqueue.cancel(jid) == lifecycle.ALREADY_FINISHED
+
+
 def test_racing_cancels_answer_what_the_job_ends_as(worker, r):
     """Cancels racing a worker that drains short tracked jobs: whatever each one answered,
     the job's end agrees with it."""
