@@ -57,6 +57,7 @@ class JobBuffer:
         self.alone = False
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
+        self._flushing = threading.Lock()
 
     def next(self) -> Unit | None:
         """The next job for a processor: buffered, else fetched (with the pending
@@ -232,19 +233,23 @@ class JobBuffer:
     def flush(self, push_back: bool = False) -> None:
         """Acknowledge the finished jobs now and, when ``push_back``, send every buffered job
         back to the front of its queue, in one atomic call. Called after each heartbeat (so an
-        acknowledgement never waits longer than a beat), on quiet, and at shutdown."""
-        with self._lock:
-            acks, self.acks = self.acks, []
-            back = list(reversed(self.jobs)) if push_back else []
-            if push_back:
-                self.jobs.clear()
-        try:
-            self.fetcher.fetch(0, acks, back)
-        except BaseException:
+        acknowledgement never waits longer than a beat), on quiet, at shutdown, and by the
+        event loop when async jobs end. One at a time: the shutdown's flush, which comes right
+        before the working lists are pushed back, waits for one under way, so no finished
+        job is in flight then (it would be pushed back and run again)."""
+        with self._flushing:
             with self._lock:
-                self.acks[:0] = acks
-                self.jobs.extendleft(back)
-            raise
+                acks, self.acks = self.acks, []
+                back = list(reversed(self.jobs)) if push_back else []
+                if push_back:
+                    self.jobs.clear()
+            try:
+                self.fetcher.fetch(0, acks, back)
+            except BaseException:
+                with self._lock:
+                    self.acks[:0] = acks
+                    self.jobs.extendleft(back)
+                raise
 
     def held(self) -> Counter[tuple[str, bytes]]:
         """Buffered and pending jobs, by queue: not loose, whatever the janitor sees."""
