@@ -127,7 +127,7 @@ class JobBuffer:
         starts from now on and the call waits for the running ones to end (False if
         ``stop`` is set meanwhile)."""
         with self._ready:
-            if others() == 0:
+            if others() <= 0:
                 self.alone = True
                 return True
             if not wait:
