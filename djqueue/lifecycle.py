@@ -191,6 +191,9 @@ def cancel(jid: str) -> str:
     cancelled and is not retried), `ALREADY_FINISHED` when it had completed, died or been
     cancelled, and `UNKNOWN` when it was found nowhere.
 
+    The answer and the end agree: the store flags only a job still running, and writes any
+    end of a flagged one as cancelled (even if it returned before its worker saw the flag).
+
     A tracked job's status says where to look; an untracked one is looked for in the
     schedule, the retry set and every queue, scanned inside Redis (`JobStore.candidates`).
     """
@@ -225,7 +228,11 @@ def cancel(jid: str) -> str:
                     return CANCELLED
         if st.state == "unknown":
             return UNKNOWN
-    return UNKNOWN
+    # Still not where its status says: taken by an idle worker's BLMOVE and not yet marked
+    # active, or held by a process that died. Flagged, it ends cancelled once it runs.
+    if st.state in ("pending", "active") and store.flag_cancel(jid, held=True):
+        return CANCELLING
+    return ALREADY_FINISHED if status(jid).finished else UNKNOWN
 
 
 class JobRef(str):

@@ -156,6 +156,17 @@ def hold_then_fail(key: str) -> None:
     raise ValueError("failed after the cancel")
 
 
+@djqueue.job(name="t.ahold_then_fail", retry=3, retention=60)
+async def ahold_then_fail(key: str) -> None:
+    """`hold_then_fail` as an ``async def`` job."""
+    r().rpush(key, "started")
+    for _ in range(600):
+        if r().exists("release"):
+            break
+        await asyncio.sleep(0.05)
+    raise ValueError("failed after the cancel")
+
+
 _hoard: list[bytes] = []
 
 

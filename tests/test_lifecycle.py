@@ -136,9 +136,11 @@ def test_cancel_a_scheduled_and_a_pending_job(r):
     scheduled = jobs.add.perform_in(3600, 1, 2)
     pending = jobs.add.perform_later(1, 2)
     untracked = jobs.record.perform_later("out", 1)
+    untracked_scheduled = jobs.record.perform_in(3600, "out", 2)
     assert djqueue.cancel(scheduled) == lifecycle.CANCELLED
     assert pending.cancel() == lifecycle.CANCELLED
     assert djqueue.cancel(untracked) == lifecycle.CANCELLED  # found by a scan of the queues
+    assert djqueue.cancel(untracked_scheduled) == lifecycle.CANCELLED  # and of the schedule
     assert r.zcard("schedule") == 0 and r.llen("queue:default") == 0
     assert state(scheduled) == "cancelled" and state(pending) == "cancelled"
     with pytest.raises(djqueue.JobCancelled):
@@ -170,10 +172,12 @@ def test_cancel_a_running_job(worker, r):
     assert djqueue.cancel(jid) == lifecycle.ALREADY_FINISHED
 
 
-def test_a_running_job_cancelled_before_it_fails_is_not_retried(worker, r):
+@pytest.mark.parametrize("retry", [3, 0, False], ids=["retried", "buried", "dropped"])
+def test_a_running_job_cancelled_before_it_fails_is_not_retried(worker, r, retry):
     """The failure comes before the worker's heartbeat has read the request (beats are a
-    minute apart here): the retry write itself sees it, and the job ends cancelled."""
-    jid = jobs.hold_then_fail.perform_later("log")
+    minute apart here): the write that ends the run (retry later, bury, or the end of a job
+    dropped by ``retry: False``) sees it itself, and the job ends cancelled."""
+    jid = jobs.hold_then_fail.set(retry=retry).perform_later("log")
     worker(heartbeat_interval=60)
     wait_for(lambda: r.lrange("log", 0, -1) == ["started"], what="start")
     assert djqueue.cancel(jid) == lifecycle.CANCELLING
@@ -182,6 +186,58 @@ def test_a_running_job_cancelled_before_it_fails_is_not_retried(worker, r):
     st = djqueue.status(jid)
     assert st.error_class == "ValueError" and st.error_message == "failed after the cancel"
     assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+
+
+def test_a_job_told_to_cancel_ends_cancelled_even_when_it_returns_first(worker, r):
+    """The job returns before its worker's heartbeat has read the request (beats are a minute
+    apart here): the end written with its acknowledgement sees the request itself."""
+    jid = jobs.hold.set(retention=60).perform_later("log", 1)
+    worker(heartbeat_interval=60)
+    wait_for(lambda: r.lrange("log", 0, -1) == ["1"], what="start")
+    assert djqueue.cancel(jid) == lifecycle.CANCELLING
+    r.set("release", 1)
+    wait_for(lambda: djqueue.status(jid).finished, what="the end")
+    assert state(jid) == "cancelled"
+    with pytest.raises(djqueue.JobCancelled):
+        djqueue.result(jid, timeout=1)
+    assert djqueue.cancel(jid) == lifecycle.ALREADY_FINISHED
+
+
+def test_cancel_of_a_job_in_a_workers_hands_but_not_yet_active(worker, r):
+    """Taken by an idle worker's BLMOVE, a job is 'pending' until its start is written, and
+    in no queue: cancel flags it (it used to answer "unknown"), and it ends cancelled. Here
+    its worker died at that moment; the next one pushes it back and runs it."""
+    jid = jobs.add.perform_later(1, 2)
+    dead = "gone-host:4242:0123456789ab"
+    r.hset("working_lists", dead, '["default"]')
+    r.lmove("queue:default", f"working:{dead}:default", "RIGHT", "LEFT")  # what BLMOVE does
+    assert state(jid) == "pending"
+    assert djqueue.cancel(jid) == lifecycle.CANCELLING
+    worker()
+    wait_for(lambda: djqueue.status(jid).finished, what="the end")
+    assert state(jid) == "cancelled"
+    assert djqueue.cancel(jid) == lifecycle.ALREADY_FINISHED
+
+
+def test_racing_cancels_answer_what_the_job_ends_as(worker, r):
+    """Cancels racing a worker that drains short tracked jobs: whatever each one answered,
+    the job's end agrees with it."""
+    worker(heartbeat_interval=60, concurrency=4)
+    jids: list[str] = []
+    answers = {}
+    for n in range(400):  # each job is cancelled right after the next one is pushed
+        jids.append(jobs.add.perform_later(n, 1))
+        if n:
+            answers[jids[-2]] = djqueue.cancel(jids[-2])
+    answers[jids[-1]] = djqueue.cancel(jids[-1])
+    wait_for(lambda: all(djqueue.status(j).finished for j in jids), what="every end")
+    expected = {
+        lifecycle.CANCELLED: "cancelled",
+        lifecycle.CANCELLING: "cancelled",
+        lifecycle.ALREADY_FINISHED: "completed",
+    }
+    wrong = {j: (a, state(j)) for j, a in answers.items() if expected.get(a) != state(j)}
+    assert not wrong
 
 
 @pytest.mark.slow

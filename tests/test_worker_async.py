@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 import djqueue
+from djqueue.store.working import requeue_process
+from djqueue.worker.launcher import Launcher
 
 from . import jobs_for_worker as jobs
-from .worker_support import wait_for
+from .worker_support import Running, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -155,3 +157,25 @@ def test_thirty_async_jobs_through_a_middleware_without_acall_do_not_starve_the_
         wait_for(lambda: r.llen("looked") == 30, what="every job", timeout=30)
     finally:
         djqueue.server_middleware.remove(old_style)
+
+
+def test_finished_async_jobs_are_acknowledged_at_once_so_a_kill_9_reruns_none(redis_url, r):
+    """The processors wait in BLMOVE (8 s here) and the heartbeat is a minute away, so no
+    fetch or beat carries the acknowledgements: the loop sends them itself. A kill -9 right
+    after the drain then leaves nothing to push back and run again."""
+    settings = djqueue.get_settings().replace(
+        heartbeat_interval=60, socket_timeout=60, concurrency=2, queues=(("default", 0),)
+    )
+    running = Running(Launcher(settings, block_timeout=8))
+    running.thread.start()
+    try:
+        jobs.asleep.perform_bulk([["slept", 0.01 * (n % 5)] for n in range(40)])
+        wait_for(lambda: r.llen("slept") == 40, what="every job")
+        wait_for(lambda: not r.keys("working:*"), what="the acknowledgements", timeout=4)
+        # What the sweep after a kill -9 of this process does: nothing is left to run again.
+        lists = running.launcher.fetcher.lists
+        keys = lists.keys
+        assert requeue_process(r, keys, running.identity, lists.names, crashed=True) == 0
+        assert r.llen("queue:default") == 0
+    finally:
+        running.stop()

@@ -7,9 +7,13 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 import djqueue
 from djqueue import signals
 from djqueue.retry import decode_backtrace
+from djqueue.store.keys import Keys
+from djqueue.store.working import requeue_process
 
 from . import jobs_for_worker as jobs
 from .worker_support import wait_for
@@ -224,6 +228,45 @@ def test_orphaned_jobs_of_a_dead_process_are_pushed_back(worker, r):
     assert not r.exists(f"djqueue:working:{dead}:default")
     assert not r.hexists("djqueue:working_lists", dead)
     assert r.lrange(f"djqueue:working:{live}:default", 0, -1) == [kept]
+
+
+def test_jobs_of_a_dead_process_go_back_to_the_front_of_their_queue_oldest_first(worker, r):
+    """Pushed back after a crash, a dead process's jobs are the next ones taken, before the
+    jobs that were waiting, in the order they were taken."""
+    for label in ("waiting-1", "waiting-2"):
+        jobs.order.perform_later("ran", label)
+    dead = "gone-host:4242:0123456789ab"
+    keys = Keys(djqueue.get_settings().namespace)
+    for n, label in enumerate(("taken-first", "taken-second")):
+        taken = {"class": "t.order", "args": ["ran", label], "jid": f"{n:024x}"}
+        r.lpush(keys.working(dead, "default"), json.dumps(taken))  # newest on the left
+    assert requeue_process(r, keys, dead, ["default"], crashed=True) == 2
+    worker(concurrency=1)
+    wait_for(lambda: r.llen("ran") == 4, what="every job")
+    assert r.lrange("ran", 0, -1) == ["taken-first", "taken-second", "waiting-1", "waiting-2"]
+
+
+@pytest.mark.parametrize("job", [jobs.hold_then_fail, jobs.ahold_then_fail], ids=["sync", "async"])
+def test_a_job_that_fails_after_it_was_pushed_back_is_not_also_retried(worker, r, job):
+    """Its process was judged dead and its jobs pushed back while it ran: the job is in its
+    queue again (it runs again from there), so its late failure writes no retry entry."""
+    jid = job.perform_later("log")
+    w = worker(concurrency=1)
+    wait_for(lambda: r.lrange("log", 0, -1) == ["started"], what="start")
+    w.launcher.manager.quiet()  # takes nothing more, so the job stays in its queue
+    keys = Keys(djqueue.get_settings().namespace)
+    assert requeue_process(r, keys, w.identity, ["default"], drop_index=False, crashed=True) == 1
+    assert djqueue.status(jid).state == "pending"
+    r.set("release", 1)
+    manager = w.launcher.manager
+    # Past its steps, the retry write included: no processor holds it, the loop runs nothing.
+    wait_for(
+        lambda: not any(p.unit for p in manager.processors) and not manager.aio.busy(),
+        what="the job's end",
+    )
+    assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+    assert [json.loads(raw)["jid"] for raw in r.lrange("queue:default", 0, -1)] == [jid]
+    assert djqueue.status(jid).state == "pending"
 
 
 def test_a_job_no_processor_holds_is_pushed_back(worker, r):

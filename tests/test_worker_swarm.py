@@ -3,10 +3,16 @@ die or outgrow their limits, and passing signals on; real processes, a real Redi
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import threading
+import time
+from collections.abc import Callable
 
 import pytest
+
+from djqueue.worker.swarm import Swarm
 
 from . import jobs_for_worker as jobs
 from .worker_support import wait_for
@@ -94,3 +100,58 @@ def test_max_jobs_replaces_a_child_after_that_many_jobs(spawn, redis_url, r):
     wait_for(lambda: "recycled; starting its replacement" in parent.output(), what="a new one")
     parent.send(signal.SIGTERM)
     assert parent.wait(30) == 0
+
+
+def run_swarm(swarm: Swarm, until: Callable[[], object]) -> int:
+    """``swarm.run()`` in this thread (it installs signal handlers), with a TERM to this
+    process once ``until()`` holds (or after 30 s), as an operator would send it."""
+
+    def stop() -> None:
+        try:
+            wait_for(until, timeout=30)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=stop, daemon=True).start()
+    return swarm.run()
+
+
+FORK_IN_TESTS = "ignore:This process .* is multi-threaded:DeprecationWarning"
+
+
+@pytest.mark.filterwarnings(FORK_IN_TESTS)
+def test_a_child_that_dies_at_start_each_time_is_restarted_after_a_growing_pause(tmp_path, caplog):
+    starts = tmp_path / "starts"
+
+    def crash(_parent: int) -> int:
+        with starts.open("a") as f:
+            f.write(f"{time.monotonic()}\n")
+        return 1
+
+    def started() -> list[float]:
+        return [float(t) for t in starts.read_text().split()] if starts.exists() else []
+
+    caplog.set_level(logging.INFO, "djqueue")
+    run_swarm(Swarm(1, crash), until=lambda: len(started()) >= 3)
+    first, second, third = started()[:3]
+    # Not a tight loop: 1 s before the second start, then twice that.
+    assert second - first >= 1.0 and third - second >= 2.0
+    assert "exited with code 1 after 0 s; starting another in 1 s" in caplog.text
+    assert "starting another in 2 s" in caplog.text
+
+
+@pytest.mark.filterwarnings(FORK_IN_TESTS)
+def test_a_child_failing_during_shutdown_makes_the_parent_exit_1(tmp_path, caplog):
+    ready = tmp_path / "ready"
+
+    def fail_on_term(_parent: int) -> int:
+        stopping = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        ready.write_text("ready")
+        stopping.wait(30)
+        return 3  # as a worker whose shutdown failed
+
+    caplog.set_level(logging.INFO, "djqueue")
+    assert run_swarm(Swarm(1, fail_on_term), until=ready.exists) == 1
+    assert "exited with code 3 while stopping; exiting with 1" in caplog.text

@@ -76,10 +76,13 @@ class StatusStore:
         (``"zset"``) as cancelled; False when it was not there any more."""
         return bool(CANCEL(self.redis, [source], [kind, member, self.keys.status_prefix]))
 
-    def flag_cancel(self, jid: str) -> bool:
-        """Ask a running tracked job to stop; False when it is not running (state 'active')."""
+    def flag_cancel(self, jid: str, held: bool = False) -> bool:
+        """Ask a running tracked job to stop; False when it is not running (state 'active').
+        ``held``: a job not found where its status says 'pending' is in a worker's hands (not
+        yet marked active): flag it too, it ends cancelled once it runs."""
         key = self.keys.status(jid)
-        return bool(CANCEL(self.redis, [key], ["running", jid, self.keys.status_prefix]))
+        kind = "held" if held else "running"
+        return bool(CANCEL(self.redis, [key], [kind, jid, self.keys.status_prefix]))
 
     def cancel_requested(self, jids: Sequence[str]) -> set[str]:
         """Which of these running jobs were asked to stop: one round trip for all."""

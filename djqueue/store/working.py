@@ -19,6 +19,10 @@ import redis.exceptions
 from .keys import RECOVERY_TTL, Keys
 from .scripts import REQUEUE_PROCESS, STARTED, TAKE
 
+#: Suffix of a recovered job's field in ``recoveries`` counting its starts next to other
+#: jobs (the field named by the jid alone counts its starts alone in its process).
+SHARED = ":shared"
+
 
 class Held(Protocol):
     """A job in hand: the queue it came from and its JSON exactly as stored; ``ending``, for a
@@ -156,17 +160,24 @@ class WorkingLists:
         so Redis serves no job to a wait nobody will read; the next call reconnects."""
         self.redis.connection_pool.disconnect()
 
-    def count_start(self, jid: str) -> int:
-        """Count one more start of a job pushed back after a crash; returns how many starts
-        since (each before a death, but for this one)."""
+    def count_start(self, jid: str, alone: bool = True) -> int:
+        """Count one more start of a job pushed back after a crash, as run ``alone`` in its
+        process (evidence against it, should the process die) or next to other jobs (no
+        evidence); returns how many starts of that kind since (each before a death, but for
+        this one)."""
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hincrby(self.keys.recoveries, jid, 1)
+        pipe.hincrby(self.keys.recoveries, jid if alone else jid + SHARED, 1)
         pipe.expire(self.keys.recoveries, RECOVERY_TTL)
         return int(pipe.execute()[0])
 
+    def shared_starts(self, jid: str) -> int:
+        """Starts of a recovered job next to other jobs since its recovery (each before a
+        death its process had with other jobs running)."""
+        return int(self.redis.hget(self.keys.recoveries, jid + SHARED) or 0)
+
     def forget_start(self, jid: str) -> None:
         """The job ran to its end (success or failure) or was buried: no longer a suspect."""
-        self.redis.hdel(self.keys.recoveries, jid)
+        self.redis.hdel(self.keys.recoveries, jid, jid + SHARED)
 
     def requeue_all(self, drop_index: bool = True) -> int:
         """Push every job in these lists back to the front of its queue."""

@@ -5,9 +5,10 @@ A processor thread that takes an ``async def`` job does not run it: it hands it 
 ``async_concurrency`` such jobs at once (100 by default), so a thousand jobs awaiting the
 network need a few threads, not a thousand. Everything else is shared with the thread
 processors: the batched fetch and acknowledgements (a finished async job is acknowledged with
-the next fetch, like any other), the retry step, the log lines, the signals, the busy table,
-job tracking and crash recovery, each as the ``acall`` coroutine of the same step; server
-middleware wraps the job through its ``acall`` (`djqueue.middleware.Chain.ainvoke`).
+the next call any processor makes, or by the loop itself within `ACK_DELAY`, at once when it
+is idle), the retry step, the log lines, the signals, the busy table, job tracking and crash
+recovery, each as the ``acall`` coroutine of the same step; server middleware wraps the job
+through its ``acall`` (`djqueue.middleware.Chain.ainvoke`).
 
 When ``async_concurrency`` jobs are running, the processor holding the next one waits for a
 slot: the backpressure that keeps a process from fetching more than it can run.
@@ -27,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from .. import executor
+from .backoff import REDIS_ERRORS
 from .fetch import Unit
 from .log import logger
 
@@ -35,6 +37,9 @@ if TYPE_CHECKING:
 
 #: Threads of the loop's pool beyond one per job (name lookups, ``run_in_executor``).
 SPARE_THREADS = 8
+#: Longest wait, seconds, between an async job's end and its acknowledgement while other
+#: async jobs still run (their ends share the round trip); none once the loop is idle.
+ACK_DELAY = 0.05
 
 AsyncHandler = Callable[[Unit, dict[str, Any]], Awaitable[Any]]
 AsyncStep = Callable[[Unit, dict[str, Any], AsyncHandler], Awaitable[Any]]
@@ -76,6 +81,8 @@ class AsyncRunner:
         self.running: dict[int, tuple[Unit, Any]] = {}
         #: Set by `cancel` (shutdown): a CancelledError then means "back to the queue".
         self.cancelling = False
+        #: The acknowledgement due on the loop (`_acknowledge_soon`), if one is.
+        self._ack_due: asyncio.TimerHandle | None = None
         self._lock = threading.Lock()
 
     # -- from processor threads ------------------------------------------------------------------
@@ -131,6 +138,33 @@ class AsyncRunner:
                 self.slots.release()
             if not cancelled:
                 self.manager.buffer.settled(unit, time.monotonic() - started)
+                self._acknowledge_soon()
+
+    def _acknowledge_soon(self) -> None:
+        """Acknowledge settled jobs within `ACK_DELAY`, at once when no other async job runs.
+
+        Thread processors acknowledge a job with their next fetch, which comes at once; an
+        async job's end has no fetch of its own to ride on, and processors waiting in BLMOVE
+        may not fetch for seconds: a kill -9 then ran finished jobs a second time. The write
+        runs on the loop's pool, so the loop never waits for Redis."""
+        loop = self.loop
+        if loop is None:
+            return
+        if self._ack_due is not None:
+            if self.busy():
+                return  # already due within ACK_DELAY
+            self._ack_due.cancel()
+        self._ack_due = loop.call_later(ACK_DELAY if self.busy() else 0, self._acknowledge, loop)
+
+    def _acknowledge(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._ack_due = None
+        loop.run_in_executor(None, self._flush_acks)
+
+    def _flush_acks(self) -> None:
+        try:
+            self.manager.buffer.flush()
+        except REDIS_ERRORS:
+            pass  # kept for the next fetch or beat (processors report the outage)
 
     def _settle_failed(self, unit: Unit, payload: dict[str, Any], exc: BaseException) -> None:
         """Through the retry policy, as for a processor thread that died with its job."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, deque
+from collections.abc import Callable
 
 from .backoff import REDIS_ERRORS
 from .fetch import Fetcher, Unit
@@ -52,8 +53,11 @@ class JobBuffer:
         #: count as long (no spare jobs held) until measured: a process must not hold jobs it
         #: cannot start while a peer is idle.
         self.average: float | None = None
+        #: A recovered job runs alone (`run_alone`): no other job starts until it ends.
+        self.alone = False
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
+        self._flushing = threading.Lock()
 
     def next(self) -> Unit | None:
         """The next job for a processor: buffered, else fetched (with the pending
@@ -69,7 +73,7 @@ class JobBuffer:
         The caller must report the job's end with `finished` (or `give_back`).
         """
         with self._ready:
-            while not self.jobs and self.fetching:
+            while self.alone or (not self.jobs and self.fetching):
                 self._ready.wait()
             if self.jobs:
                 self.running += 1
@@ -89,6 +93,8 @@ class JobBuffer:
                 raise
         surplus: list[Unit] = []
         with self._ready:
+            while unit is None and self.alone:
+                self._ready.wait()
             if unit is None and self.jobs:
                 self.running += 1
                 unit = self.jobs.popleft()
@@ -106,8 +112,39 @@ class JobBuffer:
             with self._ready:
                 self.blocking -= 1
                 if unit is not None:
+                    while self.alone:  # in hand (in the working list), started afterwards
+                        self._ready.wait()
                     self.running += 1
         return unit
+
+    def run_alone(
+        self, others: Callable[[], int], wait: bool = False, stop: threading.Event | None = None
+    ) -> bool:
+        """Let the calling job run alone in the process, so that a death of the process while
+        it runs is evidence against it (`djqueue.worker.recovery`). True when no other job
+        runs (``others()``, called under the buffer's lock); no job starts then until
+        `end_alone`. Without ``wait``, False at once if others run; with it, no new job
+        starts from now on and the call waits for the running ones to end (False if
+        ``stop`` is set meanwhile)."""
+        with self._ready:
+            if others() <= 0:
+                self.alone = True
+                return True
+            if not wait:
+                return False
+            self.alone = True
+            while others() > 0:
+                if stop is not None and stop.is_set():
+                    self.alone = False
+                    self._ready.notify_all()
+                    return False
+                self._ready.wait(0.05)
+            return True
+
+    def end_alone(self) -> None:
+        with self._ready:
+            self.alone = False
+            self._ready.notify_all()
 
     def _fetch(self, count: int, acks: list[Unit]) -> None:
         """The one fetch in flight: its jobs go to the buffer, for whoever is free."""
@@ -196,19 +233,23 @@ class JobBuffer:
     def flush(self, push_back: bool = False) -> None:
         """Acknowledge the finished jobs now and, when ``push_back``, send every buffered job
         back to the front of its queue, in one atomic call. Called after each heartbeat (so an
-        acknowledgement never waits longer than a beat), on quiet, and at shutdown."""
-        with self._lock:
-            acks, self.acks = self.acks, []
-            back = list(reversed(self.jobs)) if push_back else []
-            if push_back:
-                self.jobs.clear()
-        try:
-            self.fetcher.fetch(0, acks, back)
-        except BaseException:
+        acknowledgement never waits longer than a beat), on quiet, at shutdown, and by the
+        event loop when async jobs end. One at a time: the shutdown's flush, which comes right
+        before the working lists are pushed back, waits for one under way, so no finished
+        job is in flight then (it would be pushed back and run again)."""
+        with self._flushing:
             with self._lock:
-                self.acks[:0] = acks
-                self.jobs.extendleft(back)
-            raise
+                acks, self.acks = self.acks, []
+                back = list(reversed(self.jobs)) if push_back else []
+                if push_back:
+                    self.jobs.clear()
+            try:
+                self.fetcher.fetch(0, acks, back)
+            except BaseException:
+                with self._lock:
+                    self.acks[:0] = acks
+                    self.jobs.extendleft(back)
+                raise
 
     def held(self) -> Counter[tuple[str, bytes]]:
         """Buffered and pending jobs, by queue: not loose, whatever the janitor sees."""

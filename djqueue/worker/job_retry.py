@@ -125,8 +125,9 @@ class JobRetry:
         """A poison job: its process died while running it ``deaths`` times. To the dead set
         with `djqueue.errors.ProcessDied`, whatever its retries, so it is not run again."""
         error = ProcessDied(
-            f"the worker process died while running this job, {deaths} times (os._exit, a "
-            f"crash in a C extension, the OOM killer?); it was not run again"
+            f"the worker process died while running this job, {deaths} times, the last "
+            f"{deaths - 1} with no other job running (os._exit, a crash in a C extension, the "
+            f"OOM killer?); it was not run again"
         )
         now = time.time()
         retry.record_failure(payload, error, unit.queue, now)

@@ -53,7 +53,9 @@ class Manager:
         self.handler = compose([*outer, *steps])
         #: For jobs pushed back after a crash (`djqueue.worker.recovery`); the others skip
         #: the extra step.
-        guard = RecoveryGuard(fetcher.lists, self.retry, stats, self.hard_stop)
+        guard = RecoveryGuard(
+            fetcher.lists, self.retry, stats, self.hard_stop, self.buffer, self.jobs_running
+        )
         self.recovered_handler = compose([*outer, guard, *steps])
         # The same steps as coroutines, for ``async def`` jobs on the event loop.
         aouter = [step] if (step := around.astep()) is not None else []
@@ -116,6 +118,10 @@ class Manager:
 
     def busy(self) -> int:
         return len(self.stats.work)
+
+    def jobs_running(self) -> int:
+        """Jobs started and not ended: thread processors holding one, and the event loop's."""
+        return self.buffer.running + self.aio.busy()
 
     def in_hand(self) -> Counter[tuple[str, bytes]]:
         """Jobs this process holds (running, buffered, or waiting for their ack), by queue."""

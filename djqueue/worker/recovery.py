@@ -7,89 +7,164 @@ in Redis before it runs, and its entry is dropped once it has run to its end, fa
 A job counted `DEATHS` times died with its process each time: it is buried in ``dead`` with
 `djqueue.errors.ProcessDied` instead of running again, as Sidekiq Pro's super_fetch does.
 
+The evidence rule: a death counts against a job only when the job ran alone in its process.
+A process killed from outside (a deploy, an operator's kill -9, the OOM killer choosing it for
+another job's memory) takes down every job it runs, and blaming all of them buried innocent
+jobs. So a recovered job whose turn comes while the process runs nothing else runs alone (no
+other job starts until it ends), and that start is counted; one whose turn comes while other
+jobs run, runs next to them and its start is counted apart, as no evidence. After `DEATHS`
+deaths next to other jobs it waits for the running jobs to end and runs alone, so a poison
+job in a busy process is still buried, after at most twice as many deaths.
+
 Only jobs that really started are counted, so the jobs a crashed process had fetched but not
-started come back innocent. Recovered jobs run one at a time in a process, so a poison job
-takes no innocent recovered job down with it.
+started come back innocent. Recovered jobs run one at a time in a process (thread-run and
+``async def`` alike), so a poison job takes no innocent recovered job down with it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..store import WorkingLists
 from .backoff import keep_trying
+from .buffer import JobBuffer
 from .fetch import Unit
 from .job_retry import JobRetry
 from .log import logger
 from .stats import Stats
 
-#: Deaths of its process a job may cause before it is buried.
+#: Deaths of its process, running alone, a job may cause before it is buried (the first
+#: death, before it was known as a suspect, included).
 DEATHS = 3
 
 
 class RecoveryGuard:
     """Processor step, outermost, for recovered jobs only (`Manager.recovered_handler`):
-    counts their starts and buries poison ones."""
+    counts their starts and buries poison ones.
+
+    ``jobs_running()`` is the number of jobs the process runs now (thread processors holding
+    one, and jobs on the event loop), the caller included."""
 
     def __init__(
-        self, lists: WorkingLists, retry: JobRetry, stats: Stats, stop: threading.Event
+        self,
+        lists: WorkingLists,
+        retry: JobRetry,
+        stats: Stats,
+        stop: threading.Event,
+        buffer: JobBuffer,
+        jobs_running: Callable[[], int],
     ) -> None:
         self.lists = lists
         self.retry = retry
         self.stats = stats
         self.stop = stop
+        self.buffer = buffer
+        self.jobs_running = jobs_running
         self._one_at_a_time = threading.Lock()
-        self._async_lock: asyncio.Lock | None = None
+        #: Recovered jobs waiting for their turn: held by the process, not running.
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
 
     def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> Any:
         jid = payload.get("jid")
         if not unit.recovered or not isinstance(jid, str):
             return inner(unit, payload)
-        with self._one_at_a_time:
-            starts = self.count_start(jid)
+        with self._turn():
+            alone = self.go_alone(jid)
             try:
-                if starts < DEATHS:
+                if self.admit(unit, payload, jid, alone):
                     return inner(unit, payload)
-                self.bury(unit, payload, starts)
                 return None
             finally:
-                self.forget_start(jid)
+                self.end(jid, alone)
 
     async def acall(
         self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
     ) -> Any:
-        """`__call__` for an ``async def`` job. Recovered async jobs run one at a time too,
-        each waiting its turn on the loop rather than blocking it."""
+        """`__call__` for an ``async def`` job: its turn and the wait to run alone are awaited
+        in a thread, so the loop goes on serving the other jobs."""
         jid = payload.get("jid")
         if not unit.recovered or not isinstance(jid, str):
             return await inner(unit, payload)
-        async with self._async_turn():
-            starts = self.count_start(jid)
+        self._waits(1)
+        try:
+            await asyncio.to_thread(self._one_at_a_time.acquire)
+        finally:
+            self._waits(-1)
+        try:
+            alone = await asyncio.to_thread(self.go_alone, jid)
             try:
-                if starts < DEATHS:
+                if self.admit(unit, payload, jid, alone):
                     return await inner(unit, payload)
-                self.bury(unit, payload, starts)
                 return None
             finally:
-                self.forget_start(jid)
+                self.end(jid, alone)
+        finally:
+            self._one_at_a_time.release()
 
-    def _async_turn(self) -> asyncio.Lock:
-        if self._async_lock is None:
-            self._async_lock = asyncio.Lock()
-        return self._async_lock
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        self._waits(1)
+        try:
+            self._one_at_a_time.acquire()
+        finally:
+            self._waits(-1)
+        try:
+            yield
+        finally:
+            self._one_at_a_time.release()
 
-    def count_start(self, jid: str) -> int:
-        return keep_trying(lambda: self.lists.count_start(jid), "counting a start", self.stop)
+    def _waits(self, change: int) -> None:
+        with self._waiting_lock:
+            self._waiting += change
+
+    def _others(self) -> int:
+        """Jobs running beside the one whose turn it is (those waiting for a turn excluded)."""
+        return self.jobs_running() - 1 - self._waiting
+
+    def go_alone(self, jid: str) -> bool:
+        """Whether this start runs alone, and so counts as evidence: at once when nothing
+        else runs; after the running jobs end when the job already died `DEATHS` times next
+        to others; else it runs next to them, not counted as evidence."""
+        if self.buffer.run_alone(self._others):
+            return True
+        if self._shared_starts(jid) < DEATHS:
+            return False
+        return self.buffer.run_alone(self._others, wait=True, stop=self.stop)
+
+    def admit(self, unit: Unit, payload: dict[str, Any], jid: str, alone: bool) -> bool:
+        """Count this start; False (and the job buried) when it died running alone
+        `DEATHS` times already."""
+        starts = self.count_start(jid, alone)
+        if not alone or starts < DEATHS:
+            return True
+        self.bury(unit, payload, starts)
+        return False
+
+    def end(self, jid: str, alone: bool) -> None:
+        self.forget_start(jid)
+        if alone:
+            self.buffer.end_alone()
+
+    def _shared_starts(self, jid: str) -> int:
+        return keep_trying(lambda: self.lists.shared_starts(jid), "reading starts", self.stop)
+
+    def count_start(self, jid: str, alone: bool = True) -> int:
+        return keep_trying(
+            lambda: self.lists.count_start(jid, alone), "counting a start", self.stop
+        )
 
     def forget_start(self, jid: str) -> None:
         keep_trying(lambda: self.lists.forget_start(jid), "ending a recovery", self.stop)
 
     def bury(self, unit: Unit, payload: dict[str, Any], starts: int) -> None:
         logger.error(
-            "%s %s: its process died while running it %d times; moved to the dead set",
+            "%s %s: its process died while running it %d times, the last ones with no other "
+            "job running; moved to the dead set",
             payload.get("class"),
             payload.get("jid"),
             starts,

@@ -120,7 +120,9 @@ class Swarm:
         if self.stopping:
             if code not in (0, RECYCLED):
                 self.failed = True
-                logger.warning("swarm: worker %d exited with %s", pid, _describe(code))
+                logger.warning(
+                    "swarm: worker %d %s while stopping; exiting with 1", pid, _describe(code)
+                )
             return
         if code == RECYCLED:
             logger.info("swarm: worker %d recycled; starting its replacement", pid)

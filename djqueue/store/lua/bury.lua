@@ -8,7 +8,8 @@
 -- (now - dead_timeout); ARGV[4] = the most jobs the set keeps.
 -- Then pairs (the member as stored in KEYS[2], the JSON to bury), then the status key prefix
 -- (a tracked job's status becomes 'dead', with its error, and keeps it for its retention).
--- Returns how many were buried. With no pairs, the call only trims the set.
+-- Returns how many were buried. With no pairs, the call only trims the set. A tracked job
+-- asked to stop while it ran leaves its working list without being buried: it ends cancelled.
 --
 -- A job is buried only if this call removed it from its source, so two callers racing (two
 -- admins, an admin and the poller, a retried call whose first reply was lost) bury it once.
@@ -26,12 +27,16 @@ for i = 5, #ARGV, 2 do
     removed = redis.call('ZREM', KEYS[2], ARGV[i])
   end
   if removed == 1 then
-    redis.call('ZADD', KEYS[1], now, ARGV[i + 1])
     local job = status_job(ARGV[i + 1])
+    -- A job asked to stop while it ran (its retries used up, a poison job) stays out of
+    -- `dead`: status_finished ends it cancelled with its error, as `cancel` answered.
+    if not (job and status_stop_asked(status_prefix, job)) then
+      redis.call('ZADD', KEYS[1], now, ARGV[i + 1])
+      buried = buried + 1
+    end
     if job then
       status_failed(status_prefix, job, 'dead', 0)
     end
-    buried = buried + 1
   end
 end
 if buried > 0 or #ARGV == 4 then

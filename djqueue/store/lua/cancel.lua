@@ -1,18 +1,20 @@
 #!lua
 -- Cancel one job. Where it waits (a queue, the schedule, the retry set), it is removed and a
 -- tracked job's status becomes 'cancelled' in the same step; a running tracked job gets a
--- 'cancel' flag in its status hash, which its process's heartbeat reads.
+-- 'cancel' flag in its status hash, which its process's heartbeat reads; 'held' flags a job
+-- that is 'pending' too (not found in its queue: a worker holds it, not yet marked active).
 --
 -- KEYS[1] = the queue or sorted set holding the job (any key for 'running').
--- ARGV[1] = 'list', 'zset' or 'running'; ARGV[2] = the member as stored (the jid for
--- 'running'); ARGV[3] = the status key prefix.
+-- ARGV[1] = 'list', 'zset', 'running' or 'held'; ARGV[2] = the member as stored (the jid
+-- for 'running' and 'held'); ARGV[3] = the status key prefix.
 -- Returns 1 when done, 0 when the job was not there (any more) or not running.
 --!include status
 local status_prefix = table.remove(ARGV)
 local kind, member = ARGV[1], ARGV[2]
-if kind == 'running' then
+if kind == 'running' or kind == 'held' then
   local key = status_prefix .. member
-  if redis.call('HGET', key, 'state') ~= 'active' then
+  local state = redis.call('HGET', key, 'state')
+  if state ~= 'active' and not (kind == 'held' and state == 'pending') then
     return 0
   end
   redis.call('HSET', key, 'cancel', status_now())

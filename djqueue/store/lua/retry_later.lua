@@ -16,7 +16,7 @@ if redis.call('LREM', KEYS[2], 1, ARGV[1]) == 1 then
   local job = status_job(ARGV[2])
   -- A tracked job asked to stop (djqueue.cancel while it ran) is not retried, even when it
   -- failed before its process saw the request: it ends cancelled, with its error.
-  if job and redis.call('HEXISTS', status_prefix .. job['jid'], 'cancel') == 1 then
+  if job and status_stop_asked(status_prefix, job) then
     status_finished(status_prefix, job, 'cancelled', 'error_class', status_text(job['error_class']),
       'error_message', status_text(job['error_message']))
     return 1

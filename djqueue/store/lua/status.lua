@@ -51,14 +51,36 @@ end
 -- failed there would have moved the job already (Redis does not roll back).
 local STATUS_MAX_TTL = 315360000
 
+-- Asked to stop while it ran: cancel.lua flags only an 'active' job, and `djqueue.cancel`
+-- then answered 'cancelling'. Whatever end such a job reaches (returned before it saw the
+-- request, failed, retried, buried), it ends cancelled, so the answer and the end agree.
+local function status_stop_asked(prefix, job)
+  local key = prefix .. job['jid']
+  return redis.call('HGET', key, 'state') == 'active'
+    and redis.call('HEXISTS', key, 'cancel') == 1
+end
+
 -- An end (completed, dead, cancelled): both keys live `retention` seconds from now, and the
 -- done list wakes every waiter (BLMOVE of its one element onto itself consumes nothing).
+-- A job asked to stop ends cancelled whatever `state` says, without a return value.
 local function status_finished(prefix, job, state, ...)
   local key = prefix .. job['jid']
   local ttl = math.min(STATUS_MAX_TTL, math.max(1, math.floor(tonumber(job['retention']))))
+  local fields = {...}
+  if state ~= 'cancelled' and status_stop_asked(prefix, job) then
+    state = 'cancelled'
+    local kept = {}
+    for i = 1, #fields, 2 do
+      if fields[i] ~= 'result' then
+        kept[#kept + 1] = fields[i]
+        kept[#kept + 1] = fields[i + 1]
+      end
+    end
+    fields = kept
+  end
   redis.call('HSET', key, 'state', state, 'finished_at', status_now(),
     'class', status_text(job['class']), 'queue', status_text(job['queue']),
-    'retention', status_text(job['retention']), ...)
+    'retention', status_text(job['retention']), unpack(fields))
   redis.call('EXPIRE', key, ttl)
   redis.call('UNLINK', key .. ':done')
   redis.call('RPUSH', key .. ':done', state)
