@@ -17,7 +17,7 @@ import redis
 
 from . import config, connection
 from .config import Settings
-from .errors import PayloadTooLarge, RedisUnavailable
+from .errors import PayloadTooLarge
 from .middleware import Chain, client_middleware
 from .payload import (
     Payload,
@@ -201,10 +201,8 @@ class Client:
                 queued[payload["queue"]].append(text)
             else:
                 queued[payload["queue"]] = [text]
-        try:
+        with connection.translate_errors(self.settings):
             self.store.push(queued, scheduled)
-        except connection.CONNECTION_ERRORS as exc:
-            raise RedisUnavailable(self.settings.safe_redis_url, exc) from exc
         if job_enqueued.receivers:
             for payload in payloads:
                 job_enqueued.send(payload["class"], payload=payload)

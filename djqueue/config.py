@@ -56,7 +56,11 @@ class Settings:
     sentinel_master: str = ""
     socket_timeout: float = 5.0
     connect_timeout: float = 2.0
-    max_connections: int | None = None
+    #: Connections of each process's pool for commands (and as many again for `result`
+    #: waits); when all are in use, a command waits for one (`pool_timeout`).
+    max_connections: int = 50
+    #: Seconds a command waits for a free connection before raising `PoolExhausted`.
+    pool_timeout: float = 10.0
     tag: str = ""
     labels: tuple[str, ...] = ()
     max_payload_bytes: int = 16 * 1024 * 1024
@@ -240,17 +244,23 @@ def _validate(s: Settings) -> None:
         "poll_interval",
         "socket_timeout",
         "connect_timeout",
+        "pool_timeout",
     ):
         value = getattr(s, name)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             raise ConfigurationError(name, f"must be a number of seconds > 0, got {value!r}")
-    if s.max_connections is not None and (
+    if (
         not isinstance(s.max_connections, int)
         or isinstance(s.max_connections, bool)
         or s.max_connections < 1
     ):
+        hint = (
+            " (None no longer means unlimited: a full pool waits)"
+            if s.max_connections is None
+            else ""
+        )
         raise ConfigurationError(
-            "max_connections", f"must be a positive integer or None, got {s.max_connections!r}"
+            "max_connections", f"must be a positive integer, got {s.max_connections!r}{hint}"
         )
     for name in ("tag", "sentinel_master"):
         if not isinstance(getattr(s, name), str):

@@ -45,11 +45,18 @@ RECYCLED = 75
 SAME_SIGNAL = 1.0
 
 
+#: Connections the runtime needs beside one per processor: heartbeat, poller, periodic jobs,
+#: janitor, duties, shutdown.
+RUNTIME_CONNECTIONS = 8
+
+
 def runtime_redis(settings: Settings) -> redis.Redis:
     """A client of the runtime's own: no silent retries inside redis-py, since a retried
-    fetch could take a second job whose reply is lost; the runtime retries itself."""
+    fetch could take a second job whose reply is lost; the runtime retries itself. Its pool
+    is sized from the workload: every idle processor holds a connection in BLMOVE."""
     return connection.make_redis(
         settings,
+        max_connections=max(settings.max_connections, settings.concurrency + RUNTIME_CONNECTIONS),
         retry=Retry(NoBackoff(), 0),
         socket_timeout=max(settings.socket_timeout, BLOCK_TIMEOUT + 3),
     )
