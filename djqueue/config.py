@@ -110,6 +110,16 @@ class Settings:
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
 
+    def __repr__(self) -> str:
+        """The dataclass's repr with the URL's password as ``***``: settings objects show up in
+        tracebacks' locals (Django's DEBUG page, error reporters) and in logs."""
+        shown = (
+            f"{f.name}={self.safe_redis_url if f.name == 'redis_url' else getattr(self, f.name)!r}"
+            for f in dataclasses.fields(self)
+            if f.repr
+        )
+        return f"{type(self).__name__}({', '.join(shown)})"
+
     @property
     def safe_redis_url(self) -> str:
         """The Redis URL with any password replaced by ``***``, for messages and logs."""
@@ -185,6 +195,25 @@ def redact_url(url: str) -> str:
                 safe="*",
             )
     return parts._replace(netloc=netloc, query=query).geturl()
+
+
+class SecretURL(str):
+    """A Redis URL whose repr hides its password: the string itself is unchanged (it connects,
+    compares and hashes as the URL), but a settings dict holding it shows ``***`` wherever it
+    is printed with ``repr`` or ``pprint`` (Django's DEBUG page and error reporters list every
+    setting; their filter hides keys named like ``PASSWORD``, not ``REDIS_URL``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr(redact_url(self))
+
+
+def hide_password(values: dict[str, Any], key: str) -> None:
+    """Make ``values[key]``, a Redis URL holding a password, a `SecretURL` in place."""
+    url = values.get(key)
+    if isinstance(url, str) and not isinstance(url, SecretURL) and redact_url(url) != url:
+        values[key] = SecretURL(url)
 
 
 def _check_url(url: Any) -> None:

@@ -177,3 +177,28 @@ def test_perform_now_inside_a_transaction_keeps_the_connection(r):
     Order.objects.create(name="inside")
     assert count_orders.perform_now() == 1
     assert Order.objects.filter(name="inside").exists()
+
+
+#: Out of the test's own source lines, which the DEBUG page shows too.
+PASSWORD = "s3cr3t-pw"
+SECRET_URL = f"redis://app:{PASSWORD}@127.0.0.1:1/0"
+
+
+def test_the_debug_page_never_shows_the_redis_password(redis_url):
+    """Django's DEBUG page (and error reporters built on its `ExceptionReporter`) list every
+    setting and each frame's locals: the Redis password is in neither."""
+    from django.views.debug import ExceptionReporter
+
+    from djqueue.contrib.django.apps import configure
+
+    with override_settings(DJQUEUE={"REDIS_URL": SECRET_URL}):
+        assert configure() is None  # what ready() does at start-up
+        settings = djqueue.get_settings()
+        try:
+            raise RuntimeError(f"a job failed, with {settings.concurrency} threads")
+        except RuntimeError:
+            reporter = ExceptionReporter(None, *sys.exc_info())
+            html, text = reporter.get_traceback_html(), reporter.get_traceback_text()
+    for page in (html, text):
+        assert PASSWORD not in page
+        assert "redis://app:***@127.0.0.1:1/0" in page.replace("&#x27;", "'")
