@@ -14,6 +14,9 @@ import pytest
 
 import djqueue
 from djqueue import connection
+from djqueue.store import Keys
+from djqueue.store.working import WorkingLists
+from djqueue.worker.launcher import runtime_redis
 
 from . import jobs_for_worker as jobs
 from .worker_support import wait_for
@@ -110,3 +113,14 @@ def test_result_waits_never_take_the_connections_pushes_need(r):
 def blocked_in_blmove(r) -> int:
     """Clients blocked in BLMOVE now (``cmd`` alone is a client's last command)."""
     return sum(c["cmd"] == "blmove" and "b" in c["flags"] for c in r.client_list())
+
+
+def test_closing_a_workers_idle_waits_keeps_the_connection_jobs_are_taken_on(r):
+    """A worker going quiet closes the connections of its idle BLMOVE waits; a processor's own
+    connection (take and acknowledge) stays, so no acknowledgement is cut in flight."""
+    lists = WorkingLists(runtime_redis(djqueue.get_settings()), Keys(""), "h:1:abc", ["default"])
+    lists.take(0)  # the thread's own connection opens
+    opened = r.info("stats")["total_connections_received"]
+    lists.cancel_waits()
+    lists.take(0)
+    assert r.info("stats")["total_connections_received"] == opened
