@@ -73,6 +73,10 @@ class Settings:
 
     def __post_init__(self) -> None:
         _validate(self)
+        # Settings show up in tracebacks' locals (Django's DEBUG page, error reporters), in
+        # logs and in dataclasses.asdict(): the URL prints with its password as ***.
+        if redact_url(self.redis_url) != self.redis_url:
+            object.__setattr__(self, "redis_url", SecretURL(self.redis_url))
 
     @classmethod
     def build(
@@ -109,16 +113,6 @@ class Settings:
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
-
-    def __repr__(self) -> str:
-        """The dataclass's repr with the URL's password as ``***``: settings objects show up in
-        tracebacks' locals (Django's DEBUG page, error reporters) and in logs."""
-        shown = (
-            f"{f.name}={self.safe_redis_url if f.name == 'redis_url' else getattr(self, f.name)!r}"
-            for f in dataclasses.fields(self)
-            if f.repr
-        )
-        return f"{type(self).__name__}({', '.join(shown)})"
 
     @property
     def safe_redis_url(self) -> str:
