@@ -17,7 +17,7 @@ import redis
 
 from . import config, connection
 from .config import Settings
-from .errors import PayloadTooLarge
+from .errors import PayloadTooLarge, RedisUnavailable
 from .middleware import Chain, client_middleware
 from .payload import (
     Payload,
@@ -201,8 +201,13 @@ class Client:
                 queued[payload["queue"]].append(text)
             else:
                 queued[payload["queue"]] = [text]
-        with connection.translate_errors(self.settings):
+        # `connection.translate_errors` inlined: a context manager costs ~1 us a push.
+        try:
             self.store.push(queued, scheduled)
+        except RedisUnavailable:  # PoolExhausted: ours already
+            raise
+        except connection.CONNECTION_ERRORS as exc:
+            raise RedisUnavailable(self.settings.safe_redis_url, exc) from exc
         if job_enqueued.receivers:
             for payload in payloads:
                 job_enqueued.send(payload["class"], payload=payload)
