@@ -56,7 +56,11 @@ class Settings:
     sentinel_master: str = ""
     socket_timeout: float = 5.0
     connect_timeout: float = 2.0
-    max_connections: int | None = None
+    #: Connections of each process's pool for commands (and as many again for `result`
+    #: waits); when all are in use, a command waits for one (`pool_timeout`).
+    max_connections: int = 50
+    #: Seconds a command waits for a free connection before raising `PoolExhausted`.
+    pool_timeout: float = 10.0
     tag: str = ""
     labels: tuple[str, ...] = ()
     max_payload_bytes: int = 16 * 1024 * 1024
@@ -69,6 +73,10 @@ class Settings:
 
     def __post_init__(self) -> None:
         _validate(self)
+        # Settings show up in tracebacks' locals (Django's DEBUG page, error reporters), in
+        # logs and in dataclasses.asdict(): the URL prints with its password as ***.
+        if redact_url(self.redis_url) != self.redis_url:
+            object.__setattr__(self, "redis_url", SecretURL(self.redis_url))
 
     @classmethod
     def build(
@@ -183,6 +191,25 @@ def redact_url(url: str) -> str:
     return parts._replace(netloc=netloc, query=query).geturl()
 
 
+class SecretURL(str):
+    """A Redis URL whose repr hides its password: the string itself is unchanged (it connects,
+    compares and hashes as the URL), but a settings dict holding it shows ``***`` wherever it
+    is printed with ``repr`` or ``pprint`` (Django's DEBUG page and error reporters list every
+    setting; their filter hides keys named like ``PASSWORD``, not ``REDIS_URL``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr(redact_url(self))
+
+
+def hide_password(values: dict[str, Any], key: str) -> None:
+    """Make ``values[key]``, a Redis URL holding a password, a `SecretURL` in place."""
+    url = values.get(key)
+    if isinstance(url, str) and not isinstance(url, SecretURL) and redact_url(url) != url:
+        values[key] = SecretURL(url)
+
+
 def _check_url(url: Any) -> None:
     """A Redis URL djqueue and redis-py can read. Errors never quote the URL: a malformed one
     may show its password where a parser would not find it (an unescaped ``/`` in it)."""
@@ -240,17 +267,23 @@ def _validate(s: Settings) -> None:
         "poll_interval",
         "socket_timeout",
         "connect_timeout",
+        "pool_timeout",
     ):
         value = getattr(s, name)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             raise ConfigurationError(name, f"must be a number of seconds > 0, got {value!r}")
-    if s.max_connections is not None and (
+    if (
         not isinstance(s.max_connections, int)
         or isinstance(s.max_connections, bool)
         or s.max_connections < 1
     ):
+        hint = (
+            " (None no longer means unlimited: a full pool waits)"
+            if s.max_connections is None
+            else ""
+        )
         raise ConfigurationError(
-            "max_connections", f"must be a positive integer or None, got {s.max_connections!r}"
+            "max_connections", f"must be a positive integer, got {s.max_connections!r}{hint}"
         )
     for name in ("tag", "sentinel_master"):
         if not isinstance(getattr(s, name), str):

@@ -1,11 +1,18 @@
 """One Redis connection pool per process, shared by the client, the runtime and the API.
 
+The pool holds at most ``max_connections`` connections; a command that finds them all in use
+waits for one (up to ``pool_timeout`` seconds, then `PoolExhausted`) instead of failing at
+once, as redis-py's default pool does (it raises at 100 connections in redis-py 8). Blocking
+waits for a job's result get connections of their own (`Waits`), so they never hold up pushes.
+
 redis-py pools notice a fork and start afresh in the child, so a pool created before a
 pre-forking web server forks is safe to keep.
 """
 
 from __future__ import annotations
 
+import os
+import queue
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,10 +23,10 @@ import redis
 import redis.exceptions
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-from redis.sentinel import Sentinel
+from redis.sentinel import Sentinel, SentinelConnectionPool
 
 from .config import Settings, get_settings
-from .errors import ConfigurationError, RedisUnavailable
+from .errors import ConfigurationError, DjQueueError, PoolExhausted, RedisUnavailable
 
 T = TypeVar("T")
 
@@ -47,22 +54,81 @@ def get_redis(settings: Settings | None = None) -> redis.Redis:
     return client
 
 
+class Waits:
+    """Connections for a `result` wait, which holds one in a blocking BLMOVE until the job
+    ends or the wait's slice passes. Waits have their own ``max_connections`` connections: a
+    thousand waiters sharing the command pool would hold every connection for seconds, and
+    pushes would queue behind them. A waiter that finds every one in use waits for one within
+    its own deadline (`slot`), then looks at the job's status again."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.redis = make_redis(settings)
+        self.pid = os.getpid()
+        self._slots = threading.BoundedSemaphore(settings.max_connections)
+
+    @contextmanager
+    def slot(self, timeout: float) -> Iterator[bool]:
+        """A connection is ours while this lasts (True), or none freed up within ``timeout``."""
+        free = self._slots.acquire(timeout=max(timeout, 0.0))
+        try:
+            yield free
+        finally:
+            if free:
+                self._slots.release()
+
+
+_waits: dict[Settings, Waits] = {}
+
+
+def get_waits(settings: Settings) -> Waits:
+    """The process's `Waits` for ``settings`` (made afresh in a forked child, whose copy of
+    the slots may count waits of threads that did not follow it)."""
+    waits = _waits.get(settings)
+    if waits is None or waits.pid != os.getpid():
+        with _lock:
+            waits = _waits.get(settings)
+            if waits is None or waits.pid != os.getpid():
+                waits = _waits[settings] = Waits(settings)
+    return waits
+
+
 def make_redis(settings: Settings, **extra: Any) -> redis.Redis:
-    """A new client with its own pool; the runtime uses this for blocking connections."""
+    """A new client with its own blocking pool of ``max_connections`` (``extra`` may size it
+    otherwise); the runtime uses this for blocking connections."""
     options: dict[str, Any] = {
         "socket_timeout": settings.socket_timeout,
         "socket_connect_timeout": settings.connect_timeout,
         "health_check_interval": 30,
         "decode_responses": False,
+        "max_connections": settings.max_connections,
+        "timeout": settings.pool_timeout,
     }
-    if settings.max_connections:
-        options["max_connections"] = settings.max_connections
     options.update(extra)
+    options["queue_class"] = _pool_queue(settings.safe_redis_url, options["max_connections"])
     url = settings.redis_url
     scheme = urlsplit(url).scheme
     if scheme.endswith("+sentinel") or settings.sentinels:
         return _sentinel_client(settings, options)
-    return redis.Redis.from_url(url, **options)
+    return redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(url, **options))
+
+
+def _pool_queue(url: str, size: int) -> type[queue.LifoQueue[Any]]:
+    """The queue of free connections of a `redis.BlockingConnectionPool`, raising
+    `PoolExhausted` (which names the setting to raise) where redis-py would raise a bare
+    ``ConnectionError("No connection available.")``, indistinguishable from Redis down."""
+
+    class PoolQueue(queue.LifoQueue[Any]):
+        def get(self, block: bool = True, timeout: float | None = None) -> Any:
+            try:
+                return super().get(block, timeout)
+            except queue.Empty as exc:
+                raise PoolExhausted(url, size, timeout or 0.0, exc) from None
+
+    return PoolQueue
+
+
+class _BlockingSentinelPool(SentinelConnectionPool, redis.BlockingConnectionPool):
+    """A sentinel-managed pool that waits for a free connection like the plain one."""
 
 
 def _sentinel_client(settings: Settings, options: dict[str, Any]) -> redis.Redis:
@@ -109,9 +175,17 @@ def _sentinel_client(settings: Settings, options: dict[str, Any]) -> redis.Redis
         sentinel_kwargs.update({k: v for k, v in auth.items() if v})
     if parts.scheme.startswith("rediss"):
         options["ssl"] = True
+    pool_options = {k: options.pop(k) for k in ("max_connections", "timeout", "queue_class")}
     sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_kwargs, **options)
     options.pop("ssl", None)
-    return sentinel.master_for(master, db=db, **auth, **options)
+    return sentinel.master_for(
+        master,
+        connection_pool_class=_BlockingSentinelPool,
+        db=db,
+        **auth,
+        **options,
+        **pool_options,
+    )
 
 
 def _int_or_fail(text: str) -> int:
@@ -124,8 +198,9 @@ def _int_or_fail(text: str) -> int:
 def reset() -> None:
     """Drop the shared clients (after `configure`, or in tests)."""
     with _lock:
-        clients = list(_clients.values())
+        clients = list(_clients.values()) + [waits.redis for waits in _waits.values()]
         _clients.clear()
+        _waits.clear()
     for client in clients:
         try:
             client.close()
@@ -138,6 +213,8 @@ def translate_errors(settings: Settings) -> Iterator[None]:
     """Turn redis-py's connection failures into the one documented `RedisUnavailable`."""
     try:
         yield
+    except DjQueueError:  # ours already (some are OSErrors too: ResultTimeout, PoolExhausted)
+        raise
     except CONNECTION_ERRORS as exc:
         raise RedisUnavailable(settings.safe_redis_url, exc) from exc
 

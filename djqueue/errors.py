@@ -33,6 +33,26 @@ class RedisUnavailable(DjQueueError, ConnectionError):
         super().__init__(f"Redis at {url} is unavailable: {cause}")
 
 
+class PoolExhausted(RedisUnavailable):
+    """Every connection of the process's pool (the ``max_connections`` setting) stayed in use
+    for ``pool_timeout`` seconds. Redis may be healthy: the process asks more of it at once
+    than the pool allows. A `RedisUnavailable`, so whatever handles Redis being down (the
+    outbox, a retry) handles this too."""
+
+    def __init__(
+        self, url: str, max_connections: int, timeout: float, cause: BaseException
+    ) -> None:
+        DjQueueError.__init__(
+            self,
+            f"no free connection to Redis at {url} within {timeout} s: all {max_connections} "
+            "connections of the pool are in use; raise the max_connections setting (or "
+            "pool_timeout), or do fewer things with Redis at once",
+        )
+        self.url = url
+        self.cause = cause
+        self.max_connections = max_connections
+
+
 class DuplicateJobName(DjQueueError):
     """Two different jobs were registered under one name."""
 

@@ -8,6 +8,10 @@ wherever a job runs. Retries, stats and signals belong to the runtime, around th
 from __future__ import annotations
 
 import contextvars
+import os
+import sys
+import traceback
+from collections.abc import Callable
 from typing import Any
 
 from . import registry
@@ -24,6 +28,42 @@ def current_job() -> Payload | None:
     return _current.get()
 
 
+def _in_this_process(call: Callable[[], Any]) -> Callable[[], Any]:
+    """``call`` (the job's own code); a process it forks and that returns from it exits there.
+
+    Only the forking thread survives a fork, so a child returning into djqueue would run a
+    lone processor loop: fetching and running jobs, its middleware closing the parent's
+    database connections, and deaf to TERM (no run loop reads the signal). The child's work
+    is the job's, and it ended when the job returned: it exits at once (0, or 1 with the
+    traceback on stderr), before any middleware, acknowledgement or log line of the worker.
+    """
+
+    def guarded() -> Any:
+        pid = os.getpid()
+        try:
+            value = call()
+        except BaseException:
+            if os.getpid() != pid:
+                _leave_forked_child(1)
+            raise
+        if os.getpid() != pid:
+            _leave_forked_child(0)
+        return value
+
+    return guarded
+
+
+def _leave_forked_child(code: int) -> None:
+    if code:
+        traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 def run(payload: Payload, queue: str | None = None, middleware: Chain | None = None) -> Any:
     """Run the registered job named by ``payload["class"]``; raises what it raised.
 
@@ -38,7 +78,7 @@ def run(payload: Payload, queue: str | None = None, middleware: Chain | None = N
             instance,
             payload,
             queue or payload.get("queue", "default"),
-            lambda: definition.execute(instance, payload["args"]),
+            _in_this_process(lambda: definition.execute(instance, payload["args"])),
         )
     finally:
         _current.reset(token)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import Settings
+from .connection import get_waits, translate_errors
 from .errors import JobCancelled, JobFailed, JobNotTracked, ResultTimeout
 from .store import JobStore, StatusStore
 from .store.status import ENDS
@@ -126,7 +127,9 @@ def _stores(settings: Settings | None = None) -> tuple[StatusStore, JobStore, An
 def status(jid: str, settings: Settings | None = None) -> JobStatus:
     """The job's state and times; ``state == "unknown"`` when it is not tracked (pushed without
     ``retention``), its retention has passed, or no such job was pushed. One Redis read."""
-    return JobStatus.from_hash(str(jid), _stores(settings)[0].read(str(jid)))
+    store, _, client = _stores(settings)
+    with translate_errors(client.settings):
+        return JobStatus.from_hash(str(jid), store.read(str(jid)))
 
 
 def _outcome(st: JobStatus) -> Any:
@@ -140,16 +143,24 @@ def result(jid: str, timeout: float | None = None) -> Any:
     """Wait for the job to finish and return its return value (decoded from JSON).
 
     Waits in Redis (a blocking BLMOVE on the job's done list), not in a polling loop;
-    ``timeout`` None waits for as long as it takes. Raises `djqueue.errors.JobFailed` (with
+    ``timeout`` None waits for as long as it takes. The wait holds a connection of its own
+    (`djqueue.connection.Waits`); when ``max_connections`` waits hold them all, it waits for
+    one within its timeout. Raises `djqueue.errors.JobFailed` (with
     the job's ``error_class`` and ``error_message``) when it died, `JobCancelled` when it was
     cancelled, `ResultTimeout` when ``timeout`` passed first, and `JobNotTracked` when the
     jid has no status (pushed without ``retention``, expired, or unknown).
     """
     store, _, client = _stores()
-    jid = str(jid)
+    with translate_errors(client.settings):
+        return _wait_for(store, client, str(jid), timeout)
+
+
+def _wait_for(store: StatusStore, client: Any, jid: str, timeout: float | None) -> Any:
     deadline = None if timeout is None else time.monotonic() + timeout
     # One blocking call may not outlast the socket timeout; longer waits take several.
     slice_ = max(0.1, client.settings.socket_timeout - 1.0)
+    waits = get_waits(client.settings)
+    blocking = StatusStore(waits.redis, client.keys)
     while True:
         st = JobStatus.from_hash(jid, store.read(jid))
         if st.state == "unknown":
@@ -167,7 +178,11 @@ def result(jid: str, timeout: float | None = None) -> Any:
                     f"job {jid} did not finish within {timeout} s (it is {st.state})"
                 )
             wait = min(slice_, remaining)
-        store.wait(jid, max(wait, 0.01))
+        start = time.monotonic()
+        with waits.slot(wait) as free:
+            left = wait - (time.monotonic() - start)
+            if free and left > 0.01:
+                blocking.wait(jid, left)
 
 
 async def aresult(jid: str, timeout: float | None = None) -> Any:
@@ -198,7 +213,11 @@ def cancel(jid: str) -> str:
     schedule, the retry set and every queue, scanned inside Redis (`JobStore.candidates`).
     """
     store, jobs, client = _stores()
-    jid = str(jid)
+    with translate_errors(client.settings):
+        return _cancel(store, jobs, client, str(jid))
+
+
+def _cancel(store: StatusStore, jobs: JobStore, client: Any, jid: str) -> str:
     keys = client.keys
     for _ in range(3):  # the job may move while we look (the poller, a worker): look again
         st = JobStatus.from_hash(jid, store.read(jid))

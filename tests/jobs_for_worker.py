@@ -195,3 +195,17 @@ async def afail(message: str) -> None:
 async def aadd(a: int, b: int) -> int:
     await asyncio.sleep(0.01)
     return a + b
+
+
+@djqueue.job(name="t.fork")
+def fork(key: str) -> None:
+    """Forks, and the child returns like the parent: a job that forks and does not exit. The
+    child records its pid first."""
+    if os.fork() == 0:
+        r().rpush(key, os.getpid())
+
+
+@djqueue.job(name="t.close_stderr")
+def close_stderr() -> None:
+    """Closes file descriptor 2, as a job tidying up after a subprocess might."""
+    os.close(2)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import pprint
+
 import pytest
 
 import djqueue
 from djqueue import config, connection
-from djqueue.config import DEFAULT_REDIS_URL, Settings, parse_queues, redact_url
+from djqueue.config import DEFAULT_REDIS_URL, Settings, hide_password, parse_queues, redact_url
 
 
 def test_defaults():
@@ -178,6 +181,27 @@ def test_passwords_are_redacted_wherever_they_are_given():
         "redis://h:6379/0?password=***&db=1"
     )
     assert "hunter2" not in Settings(redis_url="redis://h/0?password=hunter2").safe_redis_url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://app:hunter2@h:6379/0",
+        "rediss://:hunter2@h:6380/1",
+        "redis://h:6379/0?password=hunter2",
+        "redis+sentinel://:hunter2@a:26379,b:26379/mymaster",
+    ],
+)
+def test_no_repr_or_str_of_settings_shows_the_password(url):
+    s = Settings.build(environ={}, redis_url=url)
+    shown_forms = (repr(s), str(s), f"{s}", repr([s]), repr(dataclasses.asdict(s)))
+    for shown in shown_forms:
+        assert "hunter2" not in shown and "***" in shown
+    assert s.redis_url == url  # the URL itself is intact: it connects
+    values = {"REDIS_URL": url}
+    hide_password(values, "REDIS_URL")
+    assert values["REDIS_URL"] == url and "hunter2" not in repr(values)
+    assert "hunter2" not in pprint.pformat(values)
 
 
 def test_accepted_url_forms():

@@ -119,7 +119,10 @@ class WorkingLists:
     def _call(self, args: list[Any]) -> Any:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = self.redis.connection_pool.make_connection()
+            # Made outside the pool: it neither counts against the pool's size nor is closed
+            # by `cancel_waits` (a blocking pool's disconnect() closes every connection it made).
+            pool = self.redis.connection_pool
+            conn = self._local.conn = pool.connection_class(**pool.connection_kwargs)
         try:
             conn.send_command("EVALSHA", TAKE.sha, *self._keys, *args)
             return conn.read_response()

@@ -28,10 +28,11 @@ from .backoff import REDIS_ERRORS, GaveUp, keep_trying, outage
 from .cron_poller import CronPoller
 from .duties import DutyThread
 from .fetch import Fetcher
-from .heartbeat import Heartbeat, HeartbeatThread, rss_kb
+from .heartbeat import Heartbeat, HeartbeatThread
 from .janitor import Janitor, hostname
 from .log import logger
 from .manager import Manager
+from .memory import MemoryLimit
 from .poller import Poller
 from .stats import Stats
 
@@ -47,11 +48,18 @@ RECYCLED = 75
 SAME_SIGNAL = 1.0
 
 
+#: Connections the runtime needs beside one per processor: heartbeat, poller, periodic jobs,
+#: janitor, duties, shutdown.
+RUNTIME_CONNECTIONS = 8
+
+
 def runtime_redis(settings: Settings) -> redis.Redis:
     """A client of the runtime's own: no silent retries inside redis-py, since a retried
-    fetch could take a second job whose reply is lost; the runtime retries itself."""
+    fetch could take a second job whose reply is lost; the runtime retries itself. Its pool
+    is sized from the workload: every idle processor holds a connection in BLMOVE."""
     return connection.make_redis(
         settings,
+        max_connections=max(settings.max_connections, settings.concurrency + RUNTIME_CONNECTIONS),
         retry=Retry(NoBackoff(), 0),
         socket_timeout=max(settings.socket_timeout, BLOCK_TIMEOUT + 3),
     )
@@ -87,7 +95,8 @@ class Launcher:
         #: The frameworks' periodic duties (the outbox relay), read once, here.
         self.duties = DutyThread(s.poll_interval)
         self.fetcher = Fetcher(self.redis, self.keys, self.identity, s.queues, block_timeout)
-        self.manager = Manager(s, self.jobs, self.fetcher, self.stats)
+        self.memory = MemoryLimit(s.max_memory, self.recycle) if s.max_memory else None
+        self.manager = Manager(s, self.jobs, self.fetcher, self.stats, self.memory)
         self.heartbeat = Heartbeat(
             self.redis,
             self.keys,
@@ -119,6 +128,7 @@ class Launcher:
         self.stopped = threading.Event()
         #: Why the process is being replaced, once it is (`over_limit`).
         self.recycling: str | None = None
+        self._recycle_lock = threading.Lock()
         self._stop_asked = 0.0
         #: The process this one stops without (a swarm's parent, a reloader), else None.
         self.parent: int | None = None
@@ -161,24 +171,28 @@ class Launcher:
             logger.warning("the parent process is gone: stopping")
             self.signal("TERM")
         if self.recycling is None:
-            self.recycling = self.over_limit()
-            if self.recycling:
-                logger.warning(
-                    "recycling: %s; finishing the running jobs, then a new process takes over",
-                    self.recycling,
-                )
-                self.signal("RECYCLE")
+            reason = self.over_limit()
+            if reason:
+                self.recycle(reason)
+
+    def recycle(self, reason: str) -> None:
+        """Stop to be replaced, for ``reason`` (once: the heartbeat and every processor that
+        ends a job may find the process over its limit)."""
+        with self._recycle_lock:
+            if self.recycling is not None:
+                return
+            self.recycling = reason
+        logger.warning(
+            "recycling: %s; finishing the running jobs, then a new process takes over", reason
+        )
+        self.signal("RECYCLE")
 
     def over_limit(self) -> str | None:
         """Why this process should be replaced (``max_memory``, ``max_jobs``), or None."""
         s = self.settings
         if s.max_jobs and self.stats.total >= s.max_jobs:
             return f"{self.stats.total} jobs run (--max-jobs {s.max_jobs})"
-        if s.max_memory:
-            mb = rss_kb() / 1024
-            if mb > s.max_memory:
-                return f"{mb:.0f} MB resident (--max-memory {s.max_memory})"
-        return None
+        return self.memory.over() if self.memory else None
 
     def _slot(self) -> tuple[int, int]:
         peers = self.heartbeat.peers

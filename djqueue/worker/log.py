@@ -262,6 +262,35 @@ class PrivateFileHandler(logging.handlers.WatchedFileHandler):
         return open(fd, "a", encoding=self.encoding, errors=self.errors)  # noqa: SIM115
 
 
+class StderrHandler(logging.StreamHandler):
+    """Writes to a duplicate of the process's stderr descriptor, made at start-up, so a job
+    that closes (or reopens) descriptor 2 does not silence the worker's log. Where stderr has
+    no descriptor (replaced by a test runner), it writes to ``sys.stderr`` itself."""
+
+    def __init__(self) -> None:
+        stream: Any = sys.stderr
+        self.own = False
+        try:
+            fd = os.dup(sys.stderr.fileno())
+        except (AttributeError, OSError, ValueError):
+            pass
+        else:
+            encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
+            stream = open(fd, "w", encoding=encoding, errors="backslashreplace")  # noqa: SIM115
+            self.own = True
+        super().__init__(stream)
+
+    def close(self) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            if self.own:
+                self.own = False
+                try:
+                    self.stream.close()
+                except OSError:
+                    pass
+        super().close()
+
+
 def setup(
     verbose: bool = False, logfile: str | None = None, json_logs: bool = False
 ) -> logging.Handler:
@@ -280,7 +309,7 @@ def setup(
     if logfile:
         target = PrivateFileHandler(logfile, encoding="utf-8")
     else:
-        target = logging.StreamHandler(sys.stderr)
+        target = StderrHandler()
     target.setFormatter(JsonFormatter() if json_logs else TextFormatter())
     handler = BackgroundHandler(target)
     level = logging.DEBUG if verbose else logging.INFO

@@ -24,6 +24,7 @@ from .job_logger import JobLogger, JobSignals
 from .job_retry import JobRetry
 from .lifecycle import Lifecycle
 from .log import logger
+from .memory import MemoryLimit
 from .processor import Processor, Step, compose
 from .recovery import RecoveryGuard
 from .stats import Stats
@@ -36,6 +37,7 @@ class Manager:
         jobs: JobStore,
         fetcher: Fetcher,
         stats: Stats,
+        memory: MemoryLimit | None = None,
     ) -> None:
         self.settings = settings
         self.fetcher = fetcher
@@ -50,6 +52,8 @@ class Manager:
         # A framework's contexts (`djqueue.worker.around`) go around everything.
         outer = [step] if (step := around.step()) is not None else []
         steps: list[Step] = [self.retry, JobLogger(), JobSignals(), stats, Lifecycle()]
+        if memory is not None:
+            steps.insert(0, memory)
         self.handler = compose([*outer, *steps])
         #: For jobs pushed back after a crash (`djqueue.worker.recovery`); the others skip
         #: the extra step.

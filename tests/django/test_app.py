@@ -237,3 +237,28 @@ def test_a_plain_python_project_pushes_with_its_environment(redis_url, r):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     assert r.llen("queue:default") == 1
+
+
+#: Out of the test's own source lines, which the DEBUG page shows too.
+PASSWORD = "s3cr3t-pw"
+SECRET_URL = f"redis://app:{PASSWORD}@127.0.0.1:1/0"
+
+
+def test_the_debug_page_never_shows_the_redis_password(redis_url):
+    """Django's DEBUG page (and error reporters built on its `ExceptionReporter`) list every
+    setting and each frame's locals: the Redis password is in neither."""
+    from django.views.debug import ExceptionReporter
+
+    from djqueue.contrib.django.apps import configure
+
+    with override_settings(DJQUEUE={"REDIS_URL": SECRET_URL}):
+        assert configure() is None  # what ready() does at start-up
+        settings = djqueue.get_settings()
+        try:
+            raise RuntimeError(f"a job failed, with {settings.concurrency} threads")
+        except RuntimeError:
+            reporter = ExceptionReporter(None, *sys.exc_info())
+            html, text = reporter.get_traceback_html(), reporter.get_traceback_text()
+    for page in (html, text):
+        assert PASSWORD not in page
+        assert "redis://app:***@127.0.0.1:1/0" in page.replace("&#x27;", "'")

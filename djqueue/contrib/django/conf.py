@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
-from djqueue.config import Settings
+from djqueue.config import Settings, hide_password
 from djqueue.errors import ConfigurationError
 
 #: The Django app's own keys and their defaults.
@@ -36,10 +36,12 @@ CORE_KEYS = frozenset(f.name.upper() for f in dataclasses.fields(Settings) if f.
 
 
 def raw() -> dict[str, Any]:
-    """``settings.DJQUEUE`` as given (empty when unset)."""
+    """``settings.DJQUEUE`` as given (empty when unset), its ``REDIS_URL`` made a
+    `SecretURL` so that the DEBUG page's list of settings shows no password."""
     value = getattr(django_settings, "DJQUEUE", {})
     if not isinstance(value, dict):
         raise ConfigurationError("DJQUEUE", f"must be a dict, got {type(value).__name__}")
+    hide_password(value, "REDIS_URL")
     return value
 
 
