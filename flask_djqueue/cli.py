@@ -94,8 +94,7 @@ def _report(command: str, args: list[str]) -> None:
     try:
         options = vars(parser.parse_args(args))
         outbox = None
-        uses_outbox = found.options.enqueue_on_commit == "outbox" or found.options.outbox_relay
-        if command == "stats" and uses_outbox:
+        if command == "stats" and found.options.relays_outbox:
             from .outbox import stats
 
             outbox = stats(app)  # from the database: this command has the app

@@ -53,6 +53,8 @@ from djqueue.web.lifecycle import status_page
 from djqueue.web.lists import job_list as read_list
 from djqueue.web.query import ListQuery
 
+from .state import state_of
+
 #: ``auth(permission)`` -> True, False, or a response to send instead.
 Auth = Callable[[str], Any]
 #: The session key of the CSRF token, and the form field that must repeat it.
@@ -332,9 +334,11 @@ class _Pages:
 
 
 def _outbox() -> Any:
-    """The current app's outbox figures when it uses the outbox (from its database)."""
-    from flask import current_app
-
+    """The current app's outbox figures when it uses the outbox (from its database); an app
+    without it never imports `flask_djqueue.outbox`, which needs SQLAlchemy."""
+    found = state_of(current_app)
+    if found is None or not found.options.relays_outbox:
+        return None
     from .outbox import stats
 
     return stats(current_app)

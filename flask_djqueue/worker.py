@@ -87,12 +87,12 @@ def _relay(app: Flask) -> None:
     found = state_of(app)
     if found is None:
         return
-    from .outbox import relay_duty, relay_enabled
-
-    if relay_enabled(found):
-        duties.add(DUTY, relay_duty(app, found))
-    else:
+    if not found.options.relays_outbox:
         duties.remove(DUTY)
+        return
+    from .outbox import relay_duty  # SQLAlchemy: only for an app that uses the outbox
+
+    duties.add(DUTY, relay_duty(app, found))
 
 
 def _only_app() -> Flask | None:

@@ -20,6 +20,7 @@ import redis
 from tests.redis_server import RedisServer
 from tests.worker_support import ROOT, wait_for
 
+from .plain import hide_sqlalchemy
 from .shop import Order, count_orders, create_app, db
 
 pytestmark = pytest.mark.slow
@@ -28,11 +29,13 @@ pytestmark = pytest.mark.slow
 class Command:
     """One command run as a user would, with the shop's config in ``FLASK_*`` variables."""
 
-    def __init__(self, args: list[str], log: Path, redis_url: str, database: str) -> None:
+    def __init__(
+        self, args: list[str], log: Path, redis_url: str, database: str, path: tuple[Path, ...]
+    ) -> None:
         self.log = log
         env = {
             **os.environ,
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": os.pathsep.join(map(str, (*path, ROOT))),
             "FLASK_DJQUEUE_REDIS_URL": redis_url,
             "FLASK_SQLALCHEMY_DATABASE_URI": database,
         }
@@ -71,8 +74,10 @@ class Command:
 def run(tmp_path: Path, redis_url: str, database: str) -> Iterator[Any]:
     started: list[Command] = []
 
-    def start(*args: str, redis: str = redis_url) -> Command:
-        command = Command(list(args), tmp_path / f"command{len(started)}.log", redis, database)
+    def start(*args: str, redis: str = redis_url, path: tuple[Path, ...] = ()) -> Command:
+        """``path``: folders put before the project's on ``PYTHONPATH``."""
+        log = tmp_path / f"command{len(started)}.log"
+        command = Command(list(args), log, redis, database, path)
         started.append(command)
         return command
 
@@ -227,6 +232,39 @@ def test_flask_djqueue_reports_and_help(run: Any, app: flask.Flask, r: redis.Red
     assert "enqueued   1" in stats.output()
     assert "DJQUEUE_CONCURRENCY, now 10" in helped.output()
     assert "usage: flask djqueue worker" in helped.output()
+
+
+def test_an_app_without_sqlalchemy_runs_jobs_and_shows_its_dashboard(
+    run: Any, r: redis.Redis, tmp_path: Path
+) -> None:
+    """What ``pip install "djqueue[flask]"`` gives: Flask without SQLAlchemy."""
+    hidden = (hide_sqlalchemy(tmp_path / "hidden"),)
+    web = run(
+        "-c",
+        "import sqlalchemy",
+        path=hidden,
+    )
+    assert web.process.wait(30) == 1
+    assert "No module named 'sqlalchemy'" in web.output()
+    web = run(
+        "-c",
+        "from tests.flask.plain import create_app, note\n"
+        "app = create_app()\n"
+        "with app.app_context():\n"
+        "    note.perform_later('pushed from the app')\n"
+        "page = app.test_client().get('/djqueue/')\n"
+        "print(page.status_code, page.get_data(as_text=True))\n",
+        path=hidden,
+    )
+    assert web.process.wait(30) == 0, web.output()
+    assert web.output().startswith("200 ")
+    assert "<h1>Dashboard</h1>" in web.output()
+    stats = run("-m", "flask", "--app", "tests.flask.plain", "djqueue", "stats", path=hidden)
+    assert stats.process.wait(30) == 0, stats.output()
+    assert "enqueued   1" in stats.output()
+    worker = run("-m", "flask", "--app", "tests.flask.plain", "djqueue", "worker", path=hidden)
+    worker.wait_for(lambda: r.lrange("plain:notes", 0, -1), "the job run by the worker")
+    assert r.lrange("plain:notes", 0, -1) == ["pushed from the app"]
 
 
 @pytest.mark.long
