@@ -97,6 +97,8 @@ def test_a_fallback_answers_only_when_nothing_configured_the_process(monkeypatch
     monkeypatch.setattr(config, "_settings", None)
     monkeypatch.setattr(config, "_framework", None)
     monkeypatch.setattr(config, "_configured", False)
+    monkeypatch.setattr(config, "_resolvers", ())  # the frameworks' own (imported by other
+    monkeypatch.setattr(config, "_fallbacks", ())  # tests) have no say here
     only_app = Settings(redis_url=redis_url, namespace="only-app")
     answer: list[Any] = [only_app]
 
