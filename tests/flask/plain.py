@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Flask
+from flask import Flask, g
 
 import djqueue
 from djqueue.client import get_client
@@ -18,6 +18,21 @@ from flask_djqueue.dashboard import dashboard_blueprint
 @djqueue.job(name="plain.note")
 def note(text: str) -> None:
     get_client().redis.rpush("plain:notes", text)
+
+
+@djqueue.job(name="plain.look_at_g")
+def look_at_g() -> list[str]:
+    """What a job finds on ``g`` (which should be nothing), and then leaves something there."""
+    found = sorted(vars(g))
+    get_client().redis.rpush("plain:g", " ".join(found) or "(empty)")
+    g.left_by_a_job = True
+    return found
+
+
+@djqueue.job(name="plain.look_at_g_async")
+async def look_at_g_async() -> list[str]:
+    """`look_at_g` as an ``async def`` job (run on the worker's event loop)."""
+    return look_at_g.target()
 
 
 def create_app() -> Flask:

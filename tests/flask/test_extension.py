@@ -28,6 +28,18 @@ def where() -> str:
     return f"{flask.current_app.name} fresh={'seen' not in flask.g}"
 
 
+@djqueue.job(name="flask_ext.g_names")
+def g_names() -> list[str]:
+    return sorted(vars(flask.g))
+
+
+def test_a_job_finds_g_empty(redis_url: str) -> None:
+    app = create_app(DJQUEUE_REDIS_URL=redis_url)
+    with app.app_context():
+        flask.g.seen = True
+        assert g_names.perform_now() == []
+
+
 def test_the_factory_configures_the_app_from_its_config(redis_url: str, r: redis.Redis) -> None:
     app = create_app(
         DJQUEUE_REDIS_URL=redis_url,

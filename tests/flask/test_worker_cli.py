@@ -20,7 +20,7 @@ import redis
 from tests.redis_server import RedisServer
 from tests.worker_support import ROOT, wait_for
 
-from .plain import hide_sqlalchemy
+from .plain import hide_sqlalchemy, look_at_g, look_at_g_async
 from .shop import Order, count_orders, create_app, db
 
 pytestmark = pytest.mark.slow
@@ -265,6 +265,15 @@ def test_an_app_without_sqlalchemy_runs_jobs_and_shows_its_dashboard(
     worker = run("-m", "flask", "--app", "tests.flask.plain", "djqueue", "worker", path=hidden)
     worker.wait_for(lambda: r.lrange("plain:notes", 0, -1), "the job run by the worker")
     assert r.lrange("plain:notes", 0, -1) == ["pushed from the app"]
+
+
+def test_each_job_finds_g_empty(run: Any, r: redis.Redis) -> None:
+    """A fresh ``g`` per job, as per request: nothing of djqueue's, nothing of the job before."""
+    worker = run("-m", "flask", "--app", "tests.flask.plain", "djqueue", "worker", "-c", "1")
+    for job in (look_at_g, look_at_g, look_at_g_async, look_at_g_async):
+        job.perform_later()
+    worker.wait_for(lambda: r.llen("plain:g") == 4, "the jobs run")
+    assert r.lrange("plain:g", 0, -1) == ["(empty)"] * 4
 
 
 @pytest.mark.long
