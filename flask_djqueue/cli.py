@@ -20,8 +20,8 @@ from flask.cli import AppGroup
 
 from djqueue.errors import DjQueueError
 from djqueue.worker.cli import (
-    PERIODIC_ACTIONS,
     REPORTS,
+    add_periodic_arguments,
     add_report_arguments,
     add_worker_arguments,
     effective_settings,
@@ -126,12 +126,12 @@ def periodic(ctx: click.Context) -> None:
         prog="flask djqueue periodic", description=REPORTS["periodic"] + " (this app's Redis)"
     )
     add_report_arguments(parser)
-    parser.add_argument("action", nargs="?", default="list", choices=PERIODIC_ACTIONS)
-    parser.add_argument("name", nargs="?", help="the periodic job's name")
+    add_periodic_arguments(parser)
     options = vars(parser.parse_args(ctx.args))
     action, name = options.pop("action"), options.pop("name")
     try:
-        code, text = periodic_command(action, name, effective_settings(options, found.settings))
+        settings = effective_settings(options, found.settings)
+        code, text = periodic_command(action, name, settings, parser.prog)
     except DjQueueError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(text, err=code != 0)

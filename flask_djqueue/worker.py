@@ -28,7 +28,7 @@ from typing import Any
 
 from flask import Flask, current_app, has_app_context
 
-from djqueue import signals
+from djqueue import registry, signals
 from djqueue.errors import ConfigurationError
 from djqueue.worker import around
 
@@ -64,6 +64,10 @@ def prepare(sender: Any, **kwargs: Any) -> bool | None:
             "djq.init_app(app) in its factory",
         )
     set_worker_app(app)
+    registry.set_imported_where(
+        f"where the app {app.name!r} is made (its factory: `from . import jobs`), so that "
+        "loading the app registers them"
+    )
     if not (has_app_context() and current_app._get_current_object() is app):  # type: ignore[attr-defined]
         app.app_context().push()  # for the life of the worker, as `flask` commands have one
     if _entered is not None:

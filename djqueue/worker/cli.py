@@ -421,15 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "status":
             sub.add_argument("jid", help="the job's id")
         if name == "periodic":
-            sub.add_argument(
-                "action",
-                nargs="?",
-                default="list",
-                choices=PERIODIC_ACTIONS,
-                help="list (the default), or act on the job NAME: enable, disable, run (push "
-                "it now), delete (a job declared in code comes back at the next worker start)",
-            )
-            sub.add_argument("name", nargs="?", help="the periodic job's name")
+            add_periodic_arguments(sub)
     return parser
 
 
@@ -437,18 +429,35 @@ def build_parser() -> argparse.ArgumentParser:
 PERIODIC_ACTIONS = ("list", "enable", "disable", "run", "delete")
 
 
-def periodic_command(action: str, name: str | None, settings: Settings) -> tuple[int, str]:
-    """``djqueue periodic [ACTION NAME]``: (exit code, what to print)."""
+def add_periodic_arguments(parser: argparse.ArgumentParser) -> None:
+    """``[ACTION [NAME]]`` of ``periodic``, for every command of that name (the frameworks'
+    too, so their help says the same)."""
+    parser.add_argument(
+        "action",
+        nargs="?",
+        default="list",
+        choices=PERIODIC_ACTIONS,
+        help="list (the default), or act on the job NAME: enable, disable, run (push "
+        "it now), delete (a job declared in code comes back at the next worker start)",
+    )
+    parser.add_argument("name", nargs="?", help="the periodic job's name")
+
+
+def periodic_command(
+    action: str, name: str | None, settings: Settings, prog: str = "djqueue periodic"
+) -> tuple[int, str]:
+    """``djqueue periodic [ACTION NAME]``: (exit code, what to print). ``prog``: the command
+    as the user typed it (``flask djqueue periodic``), which the messages name."""
     from ..api import report as reports
     from ..api.periodic import PeriodicSet
 
     if action == "list":
         return 0, reports.periodic(settings)
     if not name:
-        return 2, f"djqueue periodic {action} needs the job's name"
+        return 2, f"{prog} {action} needs the job's name"
     entry = PeriodicSet(settings=settings).find(name)
     if entry is None:
-        return 1, f"no periodic job named {name!r} (djqueue periodic lists them)"
+        return 1, f"no periodic job named {name!r} ({prog} lists them)"
     if action == "enable":
         entry.enable()
         return 0, f"{name}: enabled"

@@ -17,6 +17,7 @@ import flask
 import pytest
 import redis
 
+from djqueue.client import Client
 from tests.redis_server import RedisServer
 from tests.worker_support import ROOT, wait_for
 
@@ -274,6 +275,19 @@ def test_each_job_finds_g_empty(run: Any, r: redis.Redis) -> None:
         job.perform_later()
     worker.wait_for(lambda: r.llen("plain:g") == 4, "the jobs run")
     assert r.lrange("plain:g", 0, -1) == ["(empty)"] * 4
+
+
+def test_an_unknown_job_is_explained_the_flask_way(run: Any, r: redis.Redis) -> None:
+    """The error a dashboard shows for a job the worker does not know names the app's imports,
+    not the plain worker's -r."""
+    worker = run("-m", "flask", "--app", "tests.flask.plain", "djqueue", "worker")
+    Client().push({"class": "plain.renamed_job", "args": [], "retry": 1})
+    (entry,) = worker.wait_for(lambda: r.zrange("retry", 0, -1), "the job in the retry set")
+    assert json.loads(entry)["error_message"] == (
+        "no job is registered as 'plain.renamed_job' in this process; import the module that "
+        "defines it where the app 'plain' is made (its factory: `from . import jobs`), so that "
+        "loading the app registers them"
+    )
 
 
 @pytest.mark.long
