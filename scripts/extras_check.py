@@ -1,12 +1,14 @@
 """What a new user of one extra does, in a virtualenv holding djqueue with that extra alone:
 push a job, run it with a worker, and open the admin (Django) or the dashboard (Flask), against
-a private redis-server. Run by scripts/test-extras with the fresh virtualenv's python:
+a private redis-server. The Django site and the Flask back office are the example project's
+(what scripts/demo serves). Run by scripts/test-extras with the fresh virtualenv's python:
 
     python scripts/extras_check.py core|django|flask WORKDIR
 
 Silent when everything works; otherwise it exits non-zero saying what failed, with the worker's
 output. It imports only the standard library and what the extra installs, and runs from
-WORKDIR, so the djqueue it meets is the installed one, not this checkout's.
+WORKDIR with only example_project/ of this checkout on its path, so the djqueue it meets is the
+installed one.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ ABSENT = {
     "flask": ("django", "sqlalchemy", "flask_sqlalchemy"),
 }
 NOTES = "extras:notes"
+EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
 JOB = """
 import djqueue
 from djqueue.client import get_client
@@ -39,62 +42,6 @@ from djqueue.client import get_client
 @djqueue.job(name="extras.note")
 def note(text):
     get_client().redis.rpush("extras:notes", text)
-"""
-DJANGO_SETTINGS = """
-SECRET_KEY = "extras-check"
-ALLOWED_HOSTS = ["testserver"]
-USE_TZ = True
-ROOT_URLCONF = "site_urls"
-DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-INSTALLED_APPS = [
-    "django.contrib.admin",
-    "django.contrib.auth",
-    "django.contrib.contenttypes",
-    "django.contrib.sessions",
-    "django.contrib.messages",
-    "djqueue.contrib.django",
-    "notes",
-]
-MIDDLEWARE = [
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-]
-TEMPLATES = [{
-    "BACKEND": "django.template.backends.django.DjangoTemplates",
-    "APP_DIRS": True,
-    "OPTIONS": {"context_processors": [
-        "django.template.context_processors.request",
-        "django.contrib.auth.context_processors.auth",
-        "django.contrib.messages.context_processors.messages",
-    ]},
-}]
-DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": "site.sqlite3"}}
-DJQUEUE = {"REDIS_URL": __import__("os").environ["EXTRAS_REDIS_URL"]}
-"""
-DJANGO_URLS = """
-from django.contrib import admin
-from django.urls import path
-
-urlpatterns = [path("admin/", admin.site.urls)]
-"""
-FLASK_APP = """
-from flask import Flask
-
-from flask_djqueue import DjQueue
-from flask_djqueue.dashboard import dashboard_blueprint
-
-import jobs  # noqa: F401
-
-
-def create_app():
-    app = Flask("extras")
-    app.config["SECRET_KEY"] = "extras-check"
-    app.config.from_prefixed_env()  # FLASK_DJQUEUE_REDIS_URL
-    DjQueue(app)
-    app.register_blueprint(dashboard_blueprint(auth=lambda permission: True))
-    return app
 """
 
 
@@ -128,13 +75,15 @@ def write(folder: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text).lstrip())
 
 
-def run_worker(command: list[str], env: dict[str, str], work: Path, r: Any, text: str) -> None:
-    """Start the worker, wait for it to run the pushed job, stop it with TERM (exit 0)."""
+def run_worker(
+    command: list[str], env: dict[str, str], work: Path, done: Callable[[], Any]
+) -> None:
+    """Start the worker, wait until ``done()``, stop it with TERM (exit 0)."""
     log = work / "worker.log"
     with open(log, "wb") as out:
         worker = subprocess.Popen(command, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
-            wait(lambda: text in r.lrange(NOTES, 0, -1), f"the job run by {command[0]}", worker)
+            wait(done, f"the job run by {' '.join(command[-3:])}", worker)
             worker.send_signal(signal.SIGTERM)
             if worker.wait(30) != 0:
                 raise Failed(f"{' '.join(command)} exited with {worker.returncode} on TERM")
@@ -144,40 +93,39 @@ def run_worker(command: list[str], env: dict[str, str], work: Path, r: Any, text
             raise Failed(f"{exc}\n-- the worker's output:\n{log.read_text()}") from None
 
 
+def noted(r: Any, text: str) -> Callable[[], bool]:
+    return lambda: text in r.lrange(NOTES, 0, -1)
+
+
 def check_core(work: Path, env: dict[str, str], url: str, r: Any) -> None:
     write(work, {"jobs.py": JOB})
     env["DJQUEUE_REDIS_URL"] = os.environ["DJQUEUE_REDIS_URL"] = url  # docs/worker.md's way
     from jobs import note
 
     note.perform_later("core")
-    run_worker([bin_("djqueue"), "worker", "-r", "jobs"], env, work, r, "core")
+    run_worker([bin_("djqueue"), "worker", "-r", "jobs"], env, work, noted(r, "core"))
 
 
 def check_django(work: Path, env: dict[str, str], url: str, r: Any) -> None:
-    write(
-        work,
-        {
-            "site_settings.py": DJANGO_SETTINGS,
-            "site_urls.py": DJANGO_URLS,
-            "notes/__init__.py": "",
-            "notes/jobs.py": JOB,
-        },
-    )
-    env["DJANGO_SETTINGS_MODULE"] = os.environ["DJANGO_SETTINGS_MODULE"] = "site_settings"
-    env["EXTRAS_REDIS_URL"] = os.environ["EXTRAS_REDIS_URL"] = url  # read by DJQUEUE
-    env["PYTHONPATH"] = str(work)
+    """The example project's shop: an order confirmed by ``manage.py runworker``."""
+    env["REDIS_URL"] = os.environ["REDIS_URL"] = url  # its settings read these
+    env["SHOP_DATABASE"] = os.environ["SHOP_DATABASE"] = str(work / "shop.sqlite3")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "shop.settings"
     import django
 
     django.setup()
     from django.contrib.auth.models import User
     from django.core.management import call_command
     from django.test import Client
+    from orders.jobs import confirm_order
+    from orders.models import Order
 
     call_command("migrate", verbosity=0)
-    from notes.jobs import note
-
-    note.perform_later("django")
-    run_worker([sys.executable, "-m", "django", "runworker"], env, work, r, "django")
+    order = Order.objects.create(email="ada@example.com", total_cents=4200)
+    confirm_order.perform_later(order.pk)
+    command = [sys.executable, str(EXAMPLE / "manage.py"), "runworker"]
+    confirmed = Order.objects.filter(pk=order.pk, confirmed_at__isnull=False).exists
+    run_worker(command, env, work, confirmed)
     client = Client()
     client.force_login(User.objects.create_superuser("admin", "admin@example.com", "pw"))
     page = client.get("/admin/djqueue/dashboard/")
@@ -186,17 +134,20 @@ def check_django(work: Path, env: dict[str, str], url: str, r: Any) -> None:
 
 
 def check_flask(work: Path, env: dict[str, str], url: str, r: Any) -> None:
-    write(work, {"jobs.py": JOB, "extras_app.py": FLASK_APP})
-    env["FLASK_DJQUEUE_REDIS_URL"] = os.environ["FLASK_DJQUEUE_REDIS_URL"] = url
-    from extras_app import create_app
+    """The example project's back office (no SQLAlchemy), with a job of its own."""
+    write(work, {"jobs.py": JOB})
+    login = {"DASHBOARD_USERNAME": "admin", "DASHBOARD_PASSWORD": "pw", "SECRET_KEY": "check"}
+    env.update(login, REDIS_URL=url)
+    os.environ.update(login, REDIS_URL=url)
+    from backoffice import create_app
     from jobs import note
 
     app = create_app()
     with app.app_context():
         note.perform_later("flask")
-    command = [bin_("flask"), "--app", "extras_app", "djqueue", "worker"]
-    run_worker(command, env, work, r, "flask")
-    page = app.test_client().get("/djqueue/")
+    command = [bin_("flask"), "--app", "backoffice", "djqueue", "worker", "-r", "jobs"]
+    run_worker(command, env, work, noted(r, "flask"))
+    page = app.test_client().get("/djqueue/", auth=("admin", "pw"))
     if page.status_code != 200 or "Processed" not in page.text:
         raise Failed(f"the dashboard answered {page.status_code}:\n{page.text[:2000]}")
 
@@ -227,8 +178,8 @@ def main() -> None:
         for name in [n for n in os.environ if n.startswith(("DJQUEUE_", "FLASK_", "DJANGO_"))]:
             del os.environ[name]  # the check's settings only, not the caller's
         os.environ.pop("REDIS_URL", None)
-        os.environ.pop("PYTHONPATH", None)  # this checkout's code must not be found
-        sys.path.insert(0, str(work))
+        os.environ["PYTHONPATH"] = str(EXAMPLE)  # not the checkout: its djqueue is not tested
+        sys.path[:0] = [str(work), str(EXAMPLE)]
         CHECKS[extra](work, dict(os.environ), url, r)
     finally:
         server.terminate()
