@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Flask, current_app, has_app_context
 
-from djqueue import config
+from djqueue import config, testing
 from djqueue.client import Client, client_for
 from djqueue.config import Settings
 from djqueue.errors import ConfigurationError
@@ -102,10 +102,13 @@ def resolve() -> Settings | None:
 def fallback() -> Settings | None:
     """djqueue's fallback resolver, asked when no app context answered and
     ``djqueue.configure()`` was never called: the only app's settings; None when the extension
-    is not in use (a plain program that imports it); else `ConfigurationError` saying what to
-    do, since the environment's or the default Redis is then one nobody chose for this push."""
+    is not in use (a plain program that imports it) or a process-wide test mode holds every
+    push; else `ConfigurationError` saying what to do, since the environment's or the default
+    Redis is then one nobody chose for this push."""
     from .extension import DjQueue
 
+    if testing.mode() != testing.DISABLED:
+        return None  # djqueue.testing.fake() or inline(): the push reaches no Redis at all
     apps = live_apps()
     if len(apps) > 1:
         gc.collect()  # apps made and dropped (a test's, a factory's trial run) do not count

@@ -109,3 +109,12 @@ def test_a_plain_program_that_never_makes_a_djqueue_keeps_its_environment(
     monkeypatch.setattr(DjQueue, "made", False)
     jid = in_a_thread(count_orders.perform_later)
     assert [job["jid"] for job in queued(r)] == [jid]
+
+
+def test_in_a_process_wide_test_mode_a_push_outside_any_app_is_recorded(
+    unconfigured: redis.Redis, r: redis.Redis, djqueue_fake: Any
+) -> None:
+    """A unit test of code that pushes needs no app: nothing is written anywhere."""
+    jid = in_a_thread(count_orders.perform_later)
+    assert [job["jid"] for job in count_orders.jobs] == [jid]
+    assert r.keys("*") == [] and unconfigured.keys("*") == []
