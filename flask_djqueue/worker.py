@@ -28,7 +28,7 @@ from typing import Any
 
 from flask import Flask, current_app, has_app_context
 
-from djqueue import registry, signals
+from djqueue import config, registry, signals
 from djqueue.errors import ConfigurationError
 from djqueue.worker import around
 
@@ -56,6 +56,9 @@ def prepare(sender: Any, **kwargs: Any) -> bool | None:
             "start it with `flask --app MODULE djqueue worker` or "
             "`djqueue worker --app MODULE:create_app`"
         )
+        # Without an app, the worker's settings are a plain worker's (its flags, the
+        # environment), as the warning says: chosen, so no push of its asks for an app.
+        config.configure()
         return None
     if state_of(app) is None:
         raise ConfigurationError(

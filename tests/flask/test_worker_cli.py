@@ -203,11 +203,17 @@ def test_djqueue_worker_with_an_app_and_flags_that_win_over_its_config(
     assert "shutting down (waiting up to 7 s for running jobs)" in worker.output()
 
 
-def test_a_worker_without_an_app_says_so_when_it_starts(run: Any, r: redis.Redis) -> None:
-    worker = run("-m", "djqueue.worker.cli", "worker", "-r", "tests.flask.shop")
+def test_a_worker_without_an_app_says_so_when_it_starts(
+    run: Any, r: redis.Redis, redis_url: str
+) -> None:
+    """And runs, with its flags: a worker is not a push outside any app."""
+    worker = run(
+        "-m", "djqueue.worker.cli", "worker", "-r", "tests.flask.shop", "--redis-url", redis_url
+    )
     log = worker.wait_for(lambda: "no Flask app" in worker.output() and worker.output(), "warning")
     assert "jobs run outside any app context" in log
     assert "djqueue worker --app MODULE:create_app" in log
+    assert process_info(r)["concurrency"] == 10
 
 
 def test_two_apps_and_no_app_flag_is_an_error(run: Any) -> None:
