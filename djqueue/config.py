@@ -11,6 +11,14 @@ for the current context: a framework with several apps in one process keeps sett
 from one app goes to that app's Redis. And a worker *pins* the settings it runs with (`pin`):
 its command-line flags on top of what its modules configured, the one answer for every push
 made in that process, whichever app is current.
+
+A *fallback* resolver (``add_resolver(..., fallback=True)``) is asked only when nobody has
+configured the process: no resolver answered and `configure` was never called, so what is left
+is the environment and the defaults (``redis://localhost:6379/0``). That is right for a plain
+Python program, and wrong when a framework integration is in use but not wired (a Flask push
+outside any app, a Django project without the app): the fallback answers for the one setup it
+can see, or raises `ConfigurationError` saying what to do, so that no push goes silently to a
+Redis nobody configured.
 """
 
 from __future__ import annotations
@@ -318,6 +326,10 @@ _framework: Mapping[str, Any] | None = None
 #: Callables asked, in order, for the settings of the current context (None: no opinion).
 _resolvers: tuple[Callable[[], Settings | None], ...] = ()
 _pinned: Settings | None = None
+#: Resolvers asked when nothing else configured the process (see the module's docstring).
+_fallbacks: tuple[Callable[[], Settings | None], ...] = ()
+#: Whether `configure` was called: the program, or a framework that is wired, chose settings.
+_configured = False
 
 
 def configure(framework: Mapping[str, Any] | None = None, **overrides: Any) -> Settings:
@@ -326,10 +338,11 @@ def configure(framework: Mapping[str, Any] | None = None, **overrides: Any) -> S
     Framework integrations pass their settings dict as ``framework``; applications pass keyword
     arguments, which win over everything else.
     """
-    global _settings, _framework
+    global _settings, _framework, _configured
     layer = dict(framework) if framework is not None else _framework
     _settings = Settings.build(framework=layer, **overrides)
     _framework = layer
+    _configured = True
     from . import connection
 
     connection.reset()
@@ -338,11 +351,12 @@ def configure(framework: Mapping[str, Any] | None = None, **overrides: Any) -> S
 
 def get_settings() -> Settings:
     """The settings in force here: the pinned ones, else a resolver's answer for the current
-    context, else the process-wide settings (built from the environment on first use)."""
+    context, else the process-wide settings when `configure` was called, else a fallback's
+    answer (which may be `ConfigurationError`), else the environment and the defaults."""
     global _settings
     if _pinned is not None:
         return _pinned
-    for resolve in _resolvers:
+    for resolve in _resolvers if _configured else (*_resolvers, *_fallbacks):
         found = resolve()
         if found is not None:
             return found
@@ -354,18 +368,22 @@ def get_settings() -> Settings:
     return _settings
 
 
-def add_resolver(resolver: Callable[[], Settings | None]) -> None:
+def add_resolver(resolver: Callable[[], Settings | None], *, fallback: bool = False) -> None:
     """Let ``resolver`` pick the settings for the current context before the process-wide ones
     apply; it returns None when it has no opinion (outside any app of its framework). Adding
-    the same resolver twice keeps one."""
-    global _resolvers
-    if resolver not in _resolvers:
+    the same resolver twice keeps one. ``fallback=True``: asked only when `configure` was
+    never called, after the other resolvers; it may raise `ConfigurationError`."""
+    global _resolvers, _fallbacks
+    if fallback and resolver not in _fallbacks:
+        _fallbacks = (*_fallbacks, resolver)
+    elif not fallback and resolver not in _resolvers:
         _resolvers = (*_resolvers, resolver)
 
 
 def remove_resolver(resolver: Callable[[], Settings | None]) -> None:
-    global _resolvers
+    global _resolvers, _fallbacks
     _resolvers = tuple(r for r in _resolvers if r is not resolver)
+    _fallbacks = tuple(r for r in _fallbacks if r is not resolver)
 
 
 def pin(settings: Settings | None) -> None:

@@ -15,6 +15,24 @@ from .errors import DuplicateJobName, UnknownJob
 _lock = threading.Lock()
 _jobs: dict[str, Any] = {}
 
+#: Where this process's jobs are imported, as the messages about a missing job say it: the
+#: plain worker's ``-r``, unless a framework's worker named its own way (`set_imported_where`).
+DEFAULT_WHERE = "with -r MODULE (Django: in an app's jobs.py)"
+_where = DEFAULT_WHERE
+
+
+def set_imported_where(where: str | None) -> None:
+    """How a user of this process's framework gets a job imported, completing "import the
+    module that defines it ..." (Flask: where the app is made); None: the default."""
+    global _where
+    _where = where or DEFAULT_WHERE
+
+
+def missing_hint(what: str = "the module that defines it") -> str:
+    """``import WHAT <where>``: the advice of every message about a job that is not
+    registered (an unknown name in a payload, a worker with no jobs)."""
+    return f"import {what} {_where}"
+
 
 def register(name: str, definition: Any) -> None:
     """Record ``definition`` under ``name``; a second, different job with that name is refused.
@@ -50,8 +68,7 @@ def lookup(name: str) -> Any:
         return _jobs[name]
     except KeyError:
         raise UnknownJob(
-            f"no job is registered as {name!r} in this process; import the module that "
-            f"defines it (worker: -r MODULE; Django: an app's jobs.py)"
+            f"no job is registered as {name!r} in this process; {missing_hint()}"
         ) from None
 
 

@@ -5,7 +5,7 @@ Which app: in a worker, the worker's app (``flask djqueue worker``, ``djqueue wo
 whose context `job_context` enters around the whole of each job, retries and signals included
 (`djqueue.worker.around`); elsewhere (``perform_now``, inline testing, draining recorded jobs)
 the current app. Either way the job gets a fresh app context of its own, as a request does:
-its own ``g`` and its own Flask-SQLAlchemy session, which is what a job run by a worker gets
+its own, empty ``g`` and its own Flask-SQLAlchemy session, which is what a job run by a worker gets
 and what a job run at commit time needs (the committing session cannot be used then).
 """
 
@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-from flask import Flask, current_app, g, has_app_context
+from flask import Flask, current_app, has_app_context
 
 from .state import state_of
 
-#: The attribute of ``g`` naming the payload whose context this is.
-_JOB = "_djqueue_job"
+#: The payload whose app context `job_context` entered here. A context variable, as Flask's
+#: app context is one, and not an attribute of ``g``: a job finds ``g`` empty.
+_entered_for: ContextVar[dict[str, Any] | None] = ContextVar("djqueue_job_context", default=None)
 
 _worker_app: Flask | None = None
 
@@ -48,8 +50,16 @@ def job_app() -> Flask | None:
 def job_context(app: Flask, payload: dict[str, Any]) -> Iterator[None]:
     """A fresh app context for the job with ``payload``."""
     with app.app_context():
-        setattr(g, _JOB, payload)
-        yield
+        token = _entered_for.set(payload)
+        try:
+            yield
+        finally:
+            _entered_for.reset(token)
+
+
+def _entered(payload: dict[str, Any]) -> bool:
+    """Whether the app context here is the one entered for ``payload`` (by the worker)."""
+    return has_app_context() and _entered_for.get() is payload
 
 
 class AppContext:
@@ -59,7 +69,7 @@ class AppContext:
     def __call__(
         self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
     ) -> Any:
-        if has_app_context() and g.get(_JOB) is payload:
+        if _entered(payload):
             return call_next()
         app = job_app()
         if app is None:
@@ -72,7 +82,7 @@ class AppContext:
     ) -> Any:
         """For ``async def`` jobs: Flask keeps its app context in a context variable, so each
         job's task has its own."""
-        if has_app_context() and g.get(_JOB) is payload:
+        if _entered(payload):
             return await call_next()
         app = job_app()
         if app is None:

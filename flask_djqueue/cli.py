@@ -130,12 +130,11 @@ def _report(command: str, args: list[str]) -> None:
     try:
         options = vars(parser.parse_args(args))
         outbox = None
-        uses_outbox = found.options.enqueue_on_commit == "outbox" or found.options.outbox_relay
-        if command == "stats" and uses_outbox:
+        if command == "stats" and found.options.relays_outbox:
             from .outbox import stats
 
             outbox = stats(app)  # from the database: this command has the app
-        answer = run_report(command, options, found.settings, outbox)
+        answer = run_report(command, options, found.settings, outbox, prog="flask djqueue")
     except DjQueueError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(answer.text, err=answer.error)

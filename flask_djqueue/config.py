@@ -51,6 +51,15 @@ class AppOptions:
     outbox_relay: bool | None = None
     outbox_grace: float = 10.0
 
+    @property
+    def relays_outbox(self) -> bool:
+        """Whether this app's workers relay its outbox, and its dashboard and ``flask djqueue
+        stats`` show it: only then is `flask_djqueue.outbox`, and with it SQLAlchemy, imported
+        (the ``flask`` extra does not install SQLAlchemy)."""
+        if self.outbox_relay is not None:
+            return self.outbox_relay
+        return self.enqueue_on_commit == "outbox"
+
 
 def read(config: Mapping[str, Any]) -> tuple[Settings, AppOptions]:
     """The app's djqueue settings and options from its config; `ConfigurationError` names the
@@ -98,4 +107,15 @@ def _options(values: Mapping[str, Any]) -> AppOptions:
         raise ConfigurationError(
             PREFIX + "TESTING", f"must be 'fake', 'inline' or None, got {testing!r}"
         )
-    return AppOptions(on_commit, header, tuple(keys), testing, relay, float(grace))
+    options = AppOptions(on_commit, header, tuple(keys), testing, relay, float(grace))
+    if options.relays_outbox or on_commit == "outbox":
+        try:
+            import sqlalchemy  # noqa: F401
+        except ImportError:
+            key = "ENQUEUE_ON_COMMIT" if on_commit == "outbox" else "OUTBOX_RELAY"
+            raise ConfigurationError(
+                PREFIX + key,
+                "the outbox is a SQLAlchemy table, and SQLAlchemy is not installed: "
+                "pip install sqlalchemy (or flask-sqlalchemy)",
+            ) from None
+    return options

@@ -4,8 +4,14 @@ Every page is computed by `djqueue.web`; the views here only check access, call 
 app's settings, and render Jinja templates. Access is the app's decision: ``auth(permission)``
 is called with ``"view"``, ``"change"`` (retry, run, kill, quiet, stop) or ``"delete"``
 (delete, clear) and returns True, False (403), or a response of its own (a redirect to a login
-page, say). Without ``auth`` the blueprint refuses to register unless the app is in debug
-mode: these pages delete jobs and stop workers. Forms carry a CSRF token kept in the session::
+page, say). Without ``auth`` the pages are served only while the app is in debug mode: they
+delete jobs and stop workers. Forms carry a CSRF token kept in the session.
+
+A dashboard that cannot be served safely or correctly (no ``auth`` outside debug mode, no
+``SECRET_KEY``, an app without DjQueue, whose Redis is unknown) answers every request with a 500
+that says what to do, and logs it. It is checked per request, not at registration, so that the
+app's other commands (``flask djqueue worker``, migrations, a shell) still start where the web
+side's settings are missing. Mounted like this::
 
     from flask_djqueue.dashboard import dashboard_blueprint
 
@@ -52,6 +58,8 @@ from djqueue.web.job import job_page
 from djqueue.web.lifecycle import status_page
 from djqueue.web.lists import job_list as read_list
 from djqueue.web.query import ListQuery
+
+from .state import state_of
 
 #: ``auth(permission)`` -> True, False, or a response to send instead.
 Auth = Callable[[str], Any]
@@ -111,26 +119,39 @@ class _Pages:
     # -- registration and every request -------------------------------------------------------
 
     def check_app(self, state: BlueprintSetupState) -> None:
-        app = state.app
-        if self.auth is None and not app.debug:
-            raise RuntimeError(
-                "flask_djqueue dashboard: pass auth=... to dashboard_blueprint(): without it "
-                "anyone could delete jobs and stop workers, so it only runs in debug mode"
-            )
-        if not app.secret_key:
-            raise RuntimeError(
-                "flask_djqueue dashboard: set SECRET_KEY: the dashboard's forms carry a CSRF "
-                "token kept in the session"
-            )
-        csrf = app.extensions.get("csrf")  # Flask-WTF's CSRFProtect: the token here is ours
+        csrf = state.app.extensions.get("csrf")  # Flask-WTF's CSRFProtect: the token is ours
         if csrf is not None and hasattr(csrf, "exempt"):
             csrf.exempt(self.bp)
+
+    def misconfigured(self) -> str | None:
+        """Why the current app cannot serve these pages, or None."""
+        app = current_app
+        if self.auth is None and not app.debug:
+            return (
+                "pass auth=... to dashboard_blueprint(): without it anyone could delete jobs "
+                "and stop workers, so the dashboard runs without it only in debug mode"
+            )
+        if not app.secret_key:
+            return "set SECRET_KEY: the dashboard's forms carry a CSRF token kept in the session"
+        if state_of(app) is None:
+            return (
+                f"the app {app.name!r} is not set up with DjQueue, so which Redis to show is "
+                "unknown: call DjQueue(app), or djq.init_app(app) in its factory"
+            )
+        return None
 
     def allowed(self, permission: str) -> bool:
         return self.auth is None or self.auth(permission) is True
 
     def guard(self) -> Any:
-        """Every request: may view (or the auth's own response); POSTs: the CSRF token."""
+        """Every request: a dashboard that can be served; may view (or the auth's own
+        response); POSTs: the CSRF token."""
+        problem = self.misconfigured()
+        if problem is not None:
+            # Plain text: the page frame needs the session, which may be what is missing.
+            current_app.logger.error("flask_djqueue dashboard: %s", problem)
+            text = f"The djqueue dashboard is not configured: {problem}.\n"
+            return Response(text, status=500, content_type="text/plain; charset=utf-8")
         if self.auth is not None:
             answer = self.auth("view")
             if answer is not True:
@@ -167,10 +188,12 @@ class _Pages:
         return url_for(f"{self.bp.name}.{view}", **values)
 
     @property
-    def settings(self) -> Settings | None:
-        """The app's djqueue settings (`flask_djqueue.DjQueue`), else the process's."""
-        extension = current_app.extensions.get("djqueue")
-        return getattr(extension, "settings", None)
+    def settings(self) -> Settings:
+        """The app's djqueue settings (`flask_djqueue.DjQueue`; `guard` made sure of it)."""
+        found = state_of(current_app)
+        if found is None:  # not reached: guard() answered this request already
+            raise RuntimeError(self.misconfigured())
+        return found.settings
 
     def render(self, template: str, title: str, status: int = 200, **values: Any) -> Any:
         html = render_template(f"djqueue_dashboard/{template}", title=title, **values)
@@ -332,9 +355,11 @@ class _Pages:
 
 
 def _outbox() -> Any:
-    """The current app's outbox figures when it uses the outbox (from its database)."""
-    from flask import current_app
-
+    """The current app's outbox figures when it uses the outbox (from its database); an app
+    without it never imports `flask_djqueue.outbox`, which needs SQLAlchemy."""
+    found = state_of(current_app)
+    if found is None or not found.options.relays_outbox:
+        return None
     from .outbox import stats
 
     return stats(current_app)

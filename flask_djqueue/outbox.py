@@ -155,13 +155,6 @@ def engine_of(app: Flask) -> Engine | None:
     return getattr(extension, "engine", None) if extension is not None else None
 
 
-def relay_enabled(state: AppState) -> bool:
-    relay = state.options.outbox_relay
-    if relay is None:
-        return state.options.enqueue_on_commit == "outbox"
-    return relay
-
-
 def relay_duty(app: Flask, state: AppState) -> Callable[[], bool]:
     """The worker's relay duty for ``app``: each round in a fresh app context."""
 
@@ -186,7 +179,7 @@ def stats(app: Flask) -> OutboxStats | None:
     """Rows waiting in ``app``'s outbox; None when the outbox is not in use (call in the app
     context)."""
     state = state_of(app)
-    if state is None or not relay_enabled(state):
+    if state is None or not state.options.relays_outbox:
         return None
     engine = engine_of(app)
     if engine is None:

@@ -4,20 +4,25 @@ finds it.
 Each app has its own settings (its ``DJQUEUE_*`` keys), so two apps in one process push to
 their own Redis and namespace: djqueue's core asks `resolve` for the settings of the current
 context (`djqueue.config.add_resolver`), and that is ``current_app``'s. Outside any app context
-the process-wide settings apply, as they would without Flask. Nothing here holds on to an app
-between tests: the middleware looks the app up on every call.
+(a thread, a script), the process-wide settings apply when the program called
+``djqueue.configure()``; otherwise `fallback` answers: the only app set up with DjQueue, or an
+error saying what to do when the extension is in use but no app, several apps, or an app
+without DjQueue leave the push without settings. Nothing here holds on to an app between
+tests: the middleware looks the app up on every call.
 """
 
 from __future__ import annotations
 
+import gc
 import weakref
 from typing import TYPE_CHECKING, Any
 
 from flask import Flask, current_app, has_app_context
 
-from djqueue import config
+from djqueue import config, testing
 from djqueue.client import Client, client_for
 from djqueue.config import Settings
+from djqueue.errors import ConfigurationError
 
 from .config import AppOptions
 
@@ -94,4 +99,47 @@ def resolve() -> Settings | None:
     return state.configured if state is not None else None
 
 
+def fallback() -> Settings | None:
+    """djqueue's fallback resolver, asked when no app context answered and
+    ``djqueue.configure()`` was never called: the only app's settings; None when the extension
+    is not in use (a plain program that imports it) or a process-wide test mode holds every
+    push; else `ConfigurationError` saying what to do, since the environment's or the default
+    Redis is then one nobody chose for this push."""
+    from .extension import DjQueue
+
+    if testing.mode() != testing.DISABLED:
+        return None  # djqueue.testing.fake() or inline(): the push reaches no Redis at all
+    apps = live_apps()
+    if len(apps) > 1:
+        gc.collect()  # apps made and dropped (a test's, a factory's trial run) do not count
+        apps = live_apps()
+    if not (apps or DjQueue.made):
+        return None
+    if has_app_context():  # an app that resolve() did not answer for: no DjQueue
+        raise ConfigurationError(
+            "app",
+            f"the Flask app {current_app.name!r} is not set up with DjQueue, so this push has no "
+            "Redis to go to: call DjQueue(app), or djq.init_app(app) in its factory",
+        )
+    if len(apps) == 1:
+        found = state_of(apps[0])
+        return found.configured if found is not None else None
+    if not apps:
+        raise ConfigurationError(
+            "app",
+            "a push outside any Flask app: DjQueue() was made, but no app was set up with "
+            "it (djq.init_app(app) not called yet), so the push has no Redis to go to. Create "
+            "the app first (app = create_app()) and push inside `with app.app_context():`",
+        )
+    names = ", ".join(sorted(repr(app.name) for app in apps))
+    raise ConfigurationError(
+        "app",
+        f"a push outside any Flask app context, with {len(apps)} apps set up with DjQueue "
+        f"({names}): which app's Redis is meant is unknown. Push inside `with "
+        "app.app_context():` (a thread you start: pass it the app), or call "
+        "djqueue.configure(redis_url=...) for pushes made outside any app",
+    )
+
+
 config.add_resolver(resolve)
+config.add_resolver(fallback, fallback=True)

@@ -28,7 +28,7 @@ from typing import Any
 
 from flask import Flask, current_app, has_app_context
 
-from djqueue import signals
+from djqueue import config, registry, signals
 from djqueue.errors import ConfigurationError
 from djqueue.worker import around
 
@@ -56,6 +56,9 @@ def prepare(sender: Any, **kwargs: Any) -> bool | None:
             "start it with `flask --app MODULE djqueue worker` or "
             "`djqueue worker --app MODULE:create_app`"
         )
+        # Without an app, the worker's settings are a plain worker's (its flags, the
+        # environment), as the warning says: chosen, so no push of its asks for an app.
+        config.configure()
         return None
     if state_of(app) is None:
         raise ConfigurationError(
@@ -64,6 +67,10 @@ def prepare(sender: Any, **kwargs: Any) -> bool | None:
             "djq.init_app(app) in its factory",
         )
     set_worker_app(app)
+    registry.set_imported_where(
+        f"where the app {app.name!r} is made (its factory: `from . import jobs`), so that "
+        "loading the app registers them"
+    )
     if not (has_app_context() and current_app._get_current_object() is app):  # type: ignore[attr-defined]
         app.app_context().push()  # for the life of the worker, as `flask` commands have one
     if _entered is not None:
@@ -87,12 +94,12 @@ def _relay(app: Flask) -> None:
     found = state_of(app)
     if found is None:
         return
-    from .outbox import relay_duty, relay_enabled
-
-    if relay_enabled(found):
-        duties.add(DUTY, relay_duty(app, found))
-    else:
+    if not found.options.relays_outbox:
         duties.remove(DUTY)
+        return
+    from .outbox import relay_duty  # SQLAlchemy: only for an app that uses the outbox
+
+    duties.add(DUTY, relay_duty(app, found))
 
 
 def _only_app() -> Flask | None:

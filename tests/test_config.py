@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pprint
+from typing import Any
 
 import pytest
 
@@ -88,6 +89,39 @@ def test_a_resolver_answers_for_its_context_and_a_pin_wins_over_everything(redis
         config.pin(None)
         config.remove_resolver(resolve)
     assert djqueue.get_settings().namespace == "configured"
+
+
+def test_a_fallback_answers_only_when_nothing_configured_the_process(monkeypatch, redis_url):
+    """A framework in use but not wired: its fallback answers or says what to do, rather than
+    letting a push go to localhost; once configure() was called, it is not asked."""
+    for name in ("DJQUEUE_REDIS_URL", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(config, "_settings", None)
+    monkeypatch.setattr(config, "_framework", None)
+    monkeypatch.setattr(config, "_configured", False)
+    monkeypatch.setattr(config, "_resolvers", ())  # the frameworks' own (imported by other
+    monkeypatch.setattr(config, "_fallbacks", ())  # tests) have no say here
+    only_app = Settings(redis_url=redis_url, namespace="only-app")
+    answer: list[Any] = [only_app]
+
+    def fallback() -> Settings | None:
+        if isinstance(answer[0], Exception):
+            raise answer[0]
+        return answer[0]
+
+    config.add_resolver(fallback, fallback=True)
+    try:
+        assert djqueue.get_settings() is only_app
+        answer[0] = djqueue.ConfigurationError("app", "set the framework up")
+        with pytest.raises(djqueue.ConfigurationError, match="^app: set the framework up$"):
+            djqueue.get_settings()
+        answer[0] = None  # no framework in sight: a plain program, the environment and defaults
+        assert djqueue.get_settings().redis_url == DEFAULT_REDIS_URL
+        answer[0] = djqueue.ConfigurationError("app", "set the framework up")
+        djqueue.configure(redis_url=redis_url, namespace="configured")
+        assert djqueue.get_settings().namespace == "configured"
+    finally:
+        config.remove_resolver(fallback)
 
 
 def test_a_bad_configure_keeps_the_previous_settings(redis_url):

@@ -1,5 +1,6 @@
 """The Flask dashboard blueprint through Flask's test client: every page and action, the app's
-auth callback, CSRF, and the refusal to run without auth outside debug mode."""
+auth callback, CSRF, and the refusal to serve without auth outside debug mode, without
+SECRET_KEY, or for an app without DjQueue."""
 
 from __future__ import annotations
 
@@ -217,22 +218,53 @@ def test_auth_may_answer_with_its_own_response(redis_url: str) -> None:
     assert answer.status_code == 302 and answer.headers["Location"] == "/login"
 
 
-def test_no_auth_is_refused_outside_debug_mode(redis_url: str) -> None:
+def test_no_auth_is_refused_outside_debug_mode_but_the_apps_commands_run(
+    redis_url: str, r: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Refused per request, not at registration: `flask djqueue worker` and every other command
+    of the app still start where the web side is not (or not yet) configured."""
     app = flask.Flask("no_auth")
     app.config.update(SECRET_KEY="k", DJQUEUE_REDIS_URL=redis_url)
-    with pytest.raises(RuntimeError, match="pass auth=.*only runs in debug mode"):
-        app.register_blueprint(dashboard_blueprint())
-    debug = flask.Flask("no_auth_debug")
-    debug.config.update(SECRET_KEY="k", DJQUEUE_REDIS_URL=redis_url)
-    debug.debug = True
-    debug.register_blueprint(dashboard_blueprint())
-    assert debug.test_client().get("/djqueue/").status_code == 200
+    DjQueue(app)
+    app.register_blueprint(dashboard_blueprint())
+    with app.app_context():
+        ok.perform_later(1)
+    stats = app.test_cli_runner().invoke(args=["djqueue", "stats"])
+    assert stats.exit_code == 0, stats.output
+    assert "enqueued   1" in stats.output
+    page = app.test_client().get("/djqueue/")
+    assert page.status_code == 500
+    assert page.text == (
+        "The djqueue dashboard is not configured: pass auth=... to dashboard_blueprint(): "
+        "without it anyone could delete jobs and stop workers, so the dashboard runs without "
+        "it only in debug mode.\n"
+    )
+    assert "flask_djqueue dashboard: pass auth=..." in caplog.text
+    app.debug = True
+    assert app.test_client().get("/djqueue/").status_code == 200
 
 
 def test_a_secret_key_is_required(redis_url: str) -> None:
     app = flask.Flask("no_secret")
-    with pytest.raises(RuntimeError, match="set SECRET_KEY"):
-        app.register_blueprint(dashboard_blueprint(auth=lambda p: True))
+    app.config.update(DJQUEUE_REDIS_URL=redis_url)
+    DjQueue(app)
+    app.register_blueprint(dashboard_blueprint(auth=lambda p: True))
+    page = app.test_client().get("/djqueue/queues")
+    assert page.status_code == 500 and "set SECRET_KEY" in page.text
+
+
+def test_an_app_without_djqueue_says_so_rather_than_blaming_redis(redis_url: str) -> None:
+    """Forgetting DjQueue(app): the dashboard names the fix, and does not show another Redis
+    (the process's) as if it were the app's."""
+    app = flask.Flask("forgot_init_app")
+    app.config.update(SECRET_KEY="k", DJQUEUE_REDIS_URL=redis_url)
+    app.register_blueprint(dashboard_blueprint(auth=lambda p: True))
+    page = app.test_client().get("/djqueue/")
+    assert page.status_code == 500
+    assert (
+        "the app 'forgot_init_app' is not set up with DjQueue, so which Redis to show is "
+        "unknown: call DjQueue(app), or djq.init_app(app) in its factory" in page.text
+    )
 
 
 def test_sidekiq_data_and_bad_entries(client: Any, r: redis.Redis) -> None:

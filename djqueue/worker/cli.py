@@ -437,18 +437,35 @@ def build_parser() -> argparse.ArgumentParser:
 PERIODIC_ACTIONS = ("list", "enable", "disable", "run", "delete")
 
 
-def periodic_command(action: str, name: str | None, settings: Settings) -> tuple[int, str]:
-    """``djqueue periodic [ACTION NAME]``: (exit code, what to print)."""
+def add_periodic_arguments(parser: argparse.ArgumentParser) -> None:
+    """``[ACTION [NAME]]`` of ``periodic``, for every command of that name (the frameworks'
+    too, so their help says the same)."""
+    parser.add_argument(
+        "action",
+        nargs="?",
+        default="list",
+        choices=PERIODIC_ACTIONS,
+        help="list (the default), or act on the job NAME: enable, disable, run (push "
+        "it now), delete (a job declared in code comes back at the next worker start)",
+    )
+    parser.add_argument("name", nargs="?", help="the periodic job's name")
+
+
+def periodic_command(
+    action: str, name: str | None, settings: Settings, prog: str = "djqueue periodic"
+) -> tuple[int, str]:
+    """``djqueue periodic [ACTION NAME]``: (exit code, what to print). ``prog``: the command
+    as the user typed it (``flask djqueue periodic``), which the messages name."""
     from ..api import report as reports
     from ..api.periodic import PeriodicSet
 
     if action == "list":
         return 0, reports.periodic(settings)
     if not name:
-        return 2, f"djqueue periodic {action} needs the job's name"
+        return 2, f"{prog} {action} needs the job's name"
     entry = PeriodicSet(settings=settings).find(name)
     if entry is None:
-        return 1, f"no periodic job named {name!r} (djqueue periodic lists them)"
+        return 1, f"no periodic job named {name!r} ({prog} lists them)"
     if action in ("enable", "disable"):
         done = entry.enable() if action == "enable" else entry.disable()
         if not done:
@@ -484,15 +501,7 @@ def add_report_arguments(parser: argparse.ArgumentParser, command: str = "stats"
     if command == "status":
         parser.add_argument("jid", help="the job's id")
     if command == "periodic":
-        parser.add_argument(
-            "action",
-            nargs="?",
-            default="list",
-            choices=PERIODIC_ACTIONS,
-            help="list (the default), or act on the job NAME: enable, disable, run (push "
-            "it now), delete (a job declared in code comes back at the next worker start)",
-        )
-        parser.add_argument("name", nargs="?", help="the periodic job's name")
+        add_periodic_arguments(parser)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -508,20 +517,27 @@ class Report:
 
 
 def run_report(
-    command: str, options: dict[str, Any], settings: Settings, outbox: OutboxStats | None = None
+    command: str,
+    options: dict[str, Any],
+    settings: Settings,
+    outbox: OutboxStats | None = None,
+    prog: str = "djqueue",
 ) -> Report:
     """Run the report command ``command`` (`REPORTS`) with the parsed ``options`` of
     `add_report_arguments` on top of ``settings``: the one implementation behind ``djqueue
     stats``, ``manage.py djqueue stats`` and ``flask djqueue stats`` (and queues, status,
     periodic). ``outbox``: the outbox's figures, when a framework command could read its
-    database."""
+    database. ``prog``: the command as the user types it (``flask djqueue``), which messages
+    name."""
     from ..api import report as reports
 
     effective = effective_settings(options, settings)
     namespace = f" (namespace {effective.namespace})" if effective.namespace else ""
     source = f"(read from Redis at {effective.safe_redis_url}{namespace})"
     if command == "periodic":
-        code, text = periodic_command(options["action"], options["name"], effective)
+        code, text = periodic_command(
+            options["action"], options["name"], effective, f"{prog} periodic"
+        )
         return Report(code, text, source, error=code != 0)
     if command == "status":
         jid = options["jid"]

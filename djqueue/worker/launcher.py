@@ -349,7 +349,8 @@ class Launcher:
         for line in lines:
             logger.info(line)
         if not registry.names():
-            logger.warning("no jobs are registered: pass -r MODULE for the modules defining them")
+            hint = registry.missing_hint("the modules that define them")
+            logger.warning("no jobs are registered: %s", hint)
 
     def dump_threads(self) -> None:
         frames = sys._current_frames()

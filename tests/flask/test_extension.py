@@ -4,6 +4,7 @@ middleware; nothing left behind from one app for the next."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,6 +26,18 @@ from .shop import Order, confirm_order, count_orders, create_app, db
 def where() -> str:
     """Which app the job runs in, and whether it has a context of its own."""
     return f"{flask.current_app.name} fresh={'seen' not in flask.g}"
+
+
+@djqueue.job(name="flask_ext.g_names")
+def g_names() -> list[str]:
+    return sorted(vars(flask.g))
+
+
+def test_a_job_finds_g_empty(redis_url: str) -> None:
+    app = create_app(DJQUEUE_REDIS_URL=redis_url)
+    with app.app_context():
+        flask.g.seen = True
+        assert g_names.perform_now() == []
 
 
 def test_the_factory_configures_the_app_from_its_config(redis_url: str, r: redis.Redis) -> None:
@@ -75,6 +88,23 @@ def test_a_bad_value_fails_at_init_app_with_the_key(key: str, value: Any, messag
         DjQueue(app)
     assert str(caught.value).startswith(message)
     assert "djqueue" not in app.extensions
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("DJQUEUE_ENQUEUE_ON_COMMIT", "outbox"), ("DJQUEUE_OUTBOX_RELAY", True)]
+)
+def test_the_outbox_without_sqlalchemy_fails_at_init_app(
+    key: str, value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)  # imports as if not installed
+    app = flask.Flask("no_sqlalchemy")
+    app.config[key] = value
+    with pytest.raises(djqueue.ConfigurationError) as caught:
+        DjQueue(app)
+    assert str(caught.value) == (
+        f"{key}: the outbox is a SQLAlchemy table, and SQLAlchemy is not installed: "
+        "pip install sqlalchemy (or flask-sqlalchemy)"
+    )
 
 
 @pytest.fixture

@@ -17,9 +17,11 @@ import flask
 import pytest
 import redis
 
+from djqueue.client import Client
 from tests.redis_server import RedisServer
 from tests.worker_support import ROOT, wait_for
 
+from .plain import hide_sqlalchemy, look_at_g, look_at_g_async
 from .shop import Order, count_orders, create_app, db
 
 pytestmark = pytest.mark.slow
@@ -28,11 +30,13 @@ pytestmark = pytest.mark.slow
 class Command:
     """One command run as a user would, with the shop's config in ``FLASK_*`` variables."""
 
-    def __init__(self, args: list[str], log: Path, redis_url: str, database: str) -> None:
+    def __init__(
+        self, args: list[str], log: Path, redis_url: str, database: str, path: tuple[Path, ...]
+    ) -> None:
         self.log = log
         env = {
             **os.environ,
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": os.pathsep.join(map(str, (*path, ROOT))),
             "FLASK_DJQUEUE_REDIS_URL": redis_url,
             "FLASK_SQLALCHEMY_DATABASE_URI": database,
         }
@@ -71,8 +75,10 @@ class Command:
 def run(tmp_path: Path, redis_url: str, database: str) -> Iterator[Any]:
     started: list[Command] = []
 
-    def start(*args: str, redis: str = redis_url) -> Command:
-        command = Command(list(args), tmp_path / f"command{len(started)}.log", redis, database)
+    def start(*args: str, redis: str = redis_url, path: tuple[Path, ...] = ()) -> Command:
+        """``path``: folders put before the project's on ``PYTHONPATH``."""
+        log = tmp_path / f"command{len(started)}.log"
+        command = Command(list(args), log, redis, database, path)
         started.append(command)
         return command
 
@@ -197,11 +203,17 @@ def test_djqueue_worker_with_an_app_and_flags_that_win_over_its_config(
     assert "shutting down (waiting up to 7 s for running jobs)" in worker.output()
 
 
-def test_a_worker_without_an_app_says_so_when_it_starts(run: Any, r: redis.Redis) -> None:
-    worker = run("-m", "djqueue.worker.cli", "worker", "-r", "tests.flask.shop")
+def test_a_worker_without_an_app_says_so_when_it_starts(
+    run: Any, r: redis.Redis, redis_url: str
+) -> None:
+    """And runs, with its flags: a worker is not a push outside any app."""
+    worker = run(
+        "-m", "djqueue.worker.cli", "worker", "-r", "tests.flask.shop", "--redis-url", redis_url
+    )
     log = worker.wait_for(lambda: "no Flask app" in worker.output() and worker.output(), "warning")
     assert "jobs run outside any app context" in log
     assert "djqueue worker --app MODULE:create_app" in log
+    assert process_info(r)["concurrency"] == 10
 
 
 def test_two_apps_and_no_app_flag_is_an_error(run: Any) -> None:
@@ -232,6 +244,61 @@ def test_flask_djqueue_reports_and_help(
     assert status.process.wait(30) == 1 and f"job {jid}: unknown" in status.output()
     assert "DJQUEUE_CONCURRENCY, now 10" in helped.output()
     assert "usage: flask djqueue worker" in helped.output()
+
+
+def test_an_app_without_sqlalchemy_runs_jobs_and_shows_its_dashboard(
+    run: Any, r: redis.Redis, tmp_path: Path
+) -> None:
+    """What ``pip install "djqueue[flask]"`` gives: Flask without SQLAlchemy."""
+    hidden = (hide_sqlalchemy(tmp_path / "hidden"),)
+    web = run(
+        "-c",
+        "import sqlalchemy",
+        path=hidden,
+    )
+    assert web.process.wait(30) == 1
+    assert "No module named 'sqlalchemy'" in web.output()
+    web = run(
+        "-c",
+        "from tests.flask.plain import create_app, note\n"
+        "app = create_app()\n"
+        "with app.app_context():\n"
+        "    note.perform_later('pushed from the app')\n"
+        "page = app.test_client().get('/djqueue/')\n"
+        "print(page.status_code, page.get_data(as_text=True))\n",
+        path=hidden,
+    )
+    assert web.process.wait(30) == 0, web.output()
+    assert web.output().startswith("200 ")
+    assert "<h1>Dashboard</h1>" in web.output()
+    stats = run("-m", "flask", "--app", "tests.flask.plain", "djqueue", "stats", path=hidden)
+    assert stats.process.wait(30) == 0, stats.output()
+    assert "enqueued   1" in stats.output()
+    worker = run("-m", "flask", "--app", "tests.flask.plain", "djqueue", "worker", path=hidden)
+    worker.wait_for(lambda: r.lrange("plain:notes", 0, -1), "the job run by the worker")
+    assert r.lrange("plain:notes", 0, -1) == ["pushed from the app"]
+
+
+def test_each_job_finds_g_empty(run: Any, r: redis.Redis) -> None:
+    """A fresh ``g`` per job, as per request: nothing of djqueue's, nothing of the job before."""
+    worker = run("-m", "flask", "--app", "tests.flask.plain", "djqueue", "worker", "-c", "1")
+    for job in (look_at_g, look_at_g, look_at_g_async, look_at_g_async):
+        job.perform_later()
+    worker.wait_for(lambda: r.llen("plain:g") == 4, "the jobs run")
+    assert r.lrange("plain:g", 0, -1) == ["(empty)"] * 4
+
+
+def test_an_unknown_job_is_explained_the_flask_way(run: Any, r: redis.Redis) -> None:
+    """The error a dashboard shows for a job the worker does not know names the app's imports,
+    not the plain worker's -r."""
+    worker = run("-m", "flask", "--app", "tests.flask.plain", "djqueue", "worker")
+    Client().push({"class": "plain.renamed_job", "args": [], "retry": 1})
+    (entry,) = worker.wait_for(lambda: r.zrange("retry", 0, -1), "the job in the retry set")
+    assert json.loads(entry)["error_message"] == (
+        "no job is registered as 'plain.renamed_job' in this process; import the module that "
+        "defines it where the app 'plain' is made (its factory: `from . import jobs`), so that "
+        "loading the app registers them"
+    )
 
 
 @pytest.mark.long

@@ -40,7 +40,9 @@ class Command(BaseCommand):
         report_options = {k: v for k, v in options.items() if k not in DJANGO_OPTIONS}
         try:
             outbox = _outbox() if command == "stats" else None
-            answer = run_report(command, report_options, get_settings(), outbox)
+            answer = run_report(
+                command, report_options, get_settings(), outbox, prog="python manage.py djqueue"
+            )
         except DjQueueError as exc:
             raise CommandError(str(exc)) from None
         (self.stderr if answer.error else self.stdout).write(answer.text)
