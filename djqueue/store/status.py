@@ -15,6 +15,7 @@ from typing import Any
 
 import redis
 
+from . import bad_keys
 from .jobs import Member
 from .keys import Keys
 from .replies import text
@@ -51,7 +52,9 @@ class StatusStore:
         for field, value in fields.items():
             args += (field, value)
         args.append(self.keys.status_prefix)
-        return bool(FINISH(self.redis, [working], args))
+        found = FINISH(self.redis, [working], args)
+        bad_keys.report(bad_keys.pairs(found[1] if len(found) > 1 else None))
+        return bool(found[0])
 
     def remove(self, source: str, kind: str, member: Member) -> bool:
         """Take a waiting job out of a queue (``kind="list"``) or the schedule or retry set

@@ -16,7 +16,9 @@ from typing import Any, Protocol
 import redis
 import redis.exceptions
 
+from . import bad_keys
 from .keys import RECOVERY_TTL, Keys
+from .replies import text
 from .scripts import REQUEUE_PROCESS, STARTED, TAKE
 
 
@@ -60,6 +62,8 @@ class WorkingLists:
         self._local = threading.local()
         #: Queues whose key held something other than a list at the last `take` (skipped).
         self.broken: set[str] = set()
+        #: The last `take` met bad keys (`djqueue.store.bad_keys`).
+        self._bad = False
 
     @property
     def index_value(self) -> str:
@@ -106,9 +110,12 @@ class WorkingLists:
         elif self.broken:
             self.broken = set()
         recovered = {int(n) for n in reply[2].split()} if reply[2] else ()
+        if reply[3] or self._bad:
+            self._bad = bool(reply[3])
+            bad_keys.report(bad_keys.pairs(reply[3]), (self.keys.recoveries,))
         taken = [
-            (names[int(reply[i]) - 1], reply[i + 1], (i - 1) // 2 in recovered)
-            for i in range(3, len(reply), 2)
+            (names[int(reply[i]) - 1], reply[i + 1], (i - 2) // 2 in recovered)
+            for i in range(4, len(reply), 2)
         ]
         return int(reply[0]), taken
 
@@ -146,10 +153,28 @@ class WorkingLists:
             jid = json.loads(raw).get("jid")
         except (ValueError, RecursionError, AttributeError):
             jid = None
-        recovered = isinstance(jid, str) and bool(self.redis.hexists(self.keys.recoveries, jid))
+        recovered = isinstance(jid, str) and self._recovering(jid)
         if b'"retention":' in raw:
-            STARTED(self.redis, [], [raw, self.identity, self.keys.status_prefix])
+            found = STARTED(self.redis, [], [raw, self.identity, self.keys.status_prefix])
+            bad_keys.report(bad_keys.pairs(found))
         return raw, recovered
+
+    def _recovering(self, jid: str) -> bool:
+        """Whether ``jid`` is entered in ``recoveries``; never, while that key is not a hash."""
+        return bool(self._on_recoveries(lambda: self.redis.hexists(self.keys.recoveries, jid)))
+
+    def _on_recoveries(self, call: Any) -> Any:
+        """``call()``, a command on ``recoveries``; 0 when that key is not a hash (logged once
+        by name, and no job counts as recovered while it is not)."""
+        try:
+            return call()
+        except redis.exceptions.ResponseError as exc:
+            if "WRONGTYPE" not in str(exc):  # a pipeline's error names its command first
+                raise
+        kind = text(self.redis.type(self.keys.recoveries))
+        problem = f"holds a {kind}, not a hash; skipped: no job counts as recovered"
+        bad_keys.report([(self.keys.recoveries, problem)])
+        return 0
 
     def cancel_waits(self) -> None:
         """Close the connections of every `block_take` under way (and the pool's idle ones),
@@ -162,11 +187,11 @@ class WorkingLists:
         pipe = self.redis.pipeline(transaction=True)
         pipe.hincrby(self.keys.recoveries, jid, 1)
         pipe.expire(self.keys.recoveries, RECOVERY_TTL)
-        return int(pipe.execute()[0])
+        return int(self._on_recoveries(lambda: pipe.execute()[0]))
 
     def forget_start(self, jid: str) -> None:
         """The job ran to its end (success or failure) or was buried: no longer a suspect."""
-        self.redis.hdel(self.keys.recoveries, jid)
+        self._on_recoveries(lambda: self.redis.hdel(self.keys.recoveries, jid))
 
     def requeue_all(self, drop_index: bool = True) -> int:
         """Push every job in these lists back to the front of its queue."""
@@ -203,7 +228,9 @@ def requeue_process(
         keys.status_prefix,
     ]
     redis_keys = [keys.working_lists, keys.queues, keys.recoveries, *pairs]
-    return int(REQUEUE_PROCESS(redis_client, redis_keys, args))
+    moved, found = REQUEUE_PROCESS(redis_client, redis_keys, args)
+    bad_keys.report(bad_keys.pairs(found))
+    return int(moved)
 
 
 def working_index(redis_client: redis.Redis, keys: Keys) -> dict[str, list[str]]:

@@ -1,0 +1,66 @@
+"""Keys of the wrong kind: logged once by name, however often they are met.
+
+A key holding the wrong type (a string where ``recoveries`` should be a hash), or a counter
+that is not a number, must never stop a subsystem: the store's scripts check before they
+write, skip or repair the bad entry, and return what they found as (key, problem) pairs
+(``lua/bad_keys.lua``). A worker meets the same bad key on every fetch and every beat, so
+this module remembers what it has logged, process-wide: one line per key and problem, then
+quiet until the problem changes, or until a check that covers the key finds it sound again
+(one line saying so).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .replies import text
+
+logger = logging.getLogger("djqueue.store")
+
+#: Keys remembered at most; the oldest are forgotten first (a flood of distinct bad status
+#: keys must not grow the process).
+MEMORY = 1000
+
+_lock = threading.Lock()
+_logged: dict[str, str] = {}
+
+
+def pairs(flat: Sequence[Any] | None) -> list[tuple[str, str]]:
+    """A script's flat ``{key, problem, key, problem, ...}`` reply as (key, problem) pairs."""
+    if not flat:
+        return []
+    return [(text(flat[i]), text(flat[i + 1])) for i in range(0, len(flat) - 1, 2)]
+
+
+def report(found: Iterable[tuple[str, str]], checked: Iterable[str] = ()) -> None:
+    """Log each (key, problem) not logged yet with that problem. ``checked``: keys the caller
+    verified this time; those not in ``found`` are sound again (logged once if they were
+    reported)."""
+    found = list(found)
+    news: list[tuple[str, str]] = []
+    healed: list[str] = []
+    with _lock:
+        for key, problem in found:
+            if _logged.get(key) != problem:
+                _logged.pop(key, None)
+                _logged[key] = problem
+                news.append((key, problem))
+        bad = {key for key, _ in found}
+        for key in checked:
+            if key not in bad and _logged.pop(key, None) is not None:
+                healed.append(key)
+        while len(_logged) > MEMORY:
+            del _logged[next(iter(_logged))]
+    for key, problem in news:
+        logger.error("bad key %s: it %s (delete or fix the key)", key, problem)
+    for key in healed:
+        logger.info("key %s is sound again", key)
+
+
+def forget() -> None:
+    """Forget every key logged (tests, and a fresh start)."""
+    with _lock:
+        _logged.clear()

@@ -1,0 +1,79 @@
+"""A key of the wrong type (or a counter that is not a number) never stops a subsystem of the
+worker: the bad entry is skipped or repaired, logged once by name, and healthy work goes on.
+An in-process worker against the session's real Redis."""
+
+from __future__ import annotations
+
+import time
+
+from . import jobs_for_worker as jobs
+from .worker_support import wait_for
+
+
+def messages(caplog) -> list[str]:
+    return [rec.getMessage() for rec in caplog.records]
+
+
+def test_a_recoveries_key_of_the_wrong_type_does_not_stall_fetching(worker, r, caplog):
+    """It used to fail every fetch after its first move: jobs cycled through the working
+    lists, most never ran, and the log blamed the queue."""
+    r.set("recoveries", "not a hash")
+    jobs.order.perform_bulk([["seen", str(i)] for i in range(300)])
+    worker(concurrency=5)
+    wait_for(lambda: r.llen("seen") == 300, what="every job run", timeout=60)
+    assert sorted(r.lrange("seen", 0, -1), key=int) == [str(i) for i in range(300)]
+    assert r.get("recoveries") == "not a hash"
+    found = [m for m in messages(caplog) if "recoveries" in m]
+    assert len(found) == 1, found
+    assert "holds a string, not a hash" in found[0]
+    assert not any("queue:default" in m for m in messages(caplog))
+
+
+def test_a_stat_counter_that_is_not_a_number_does_not_stop_the_heartbeat(worker, r, caplog):
+    """A non-integer stat:processed failed every beat: the process vanished from the UIs
+    within a minute while it still ran jobs."""
+    r.set("stat:processed", "lots")
+    r.hset("stat:failed:" + time.strftime("%Y-%m-%d", time.gmtime()), "x", "1")
+    w = worker()
+    jobs.record.perform_later("out", 1)
+    jobs.fail.perform_later("boom")
+    wait_for(lambda: r.llen("out") == 1 and r.zcard("retry") == 1)
+    # Two beats after the jobs ended: the process is still there, its stats flushed.
+    for _ in range(2):
+        beat = float(r.hget(w.identity, "beat"))
+        wait_for(lambda b=beat: float(r.hget(w.identity, "beat")) > b, what="a later beat")
+    assert w.identity in r.smembers("processes")
+    assert r.get("stat:failed") == "1"
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert r.get(f"stat:processed:{today}") == "2"
+    assert r.get("stat:processed") == "lots"
+    found = messages(caplog)
+    assert sum("stat:processed" in m and "not an integer" in m for m in found) == 1
+    assert sum(f"stat:failed:{today}" in m and "holds a hash" in m for m in found) == 1
+    assert not any("heartbeat failed" in m for m in found)
+    w.stop()
+    assert r.get("stat:processed") == "lots"  # the last flush at shutdown skips it too
+
+
+def test_a_status_hash_with_a_bad_attempts_count_lets_its_job_run(worker, r, caplog):
+    """A status:JID whose ``attempts`` is not an integer failed the take after the move: the
+    job cycled between its queue and a working list for ever, never run, never dead."""
+    jid = jobs.add.set(retention=60).perform_later(2, 3)
+    r.hset(f"status:{jid}", "attempts", "many")
+    worker()
+    wait_for(lambda: r.hget(f"status:{jid}", "state") == "completed", what="the job completed")
+    assert r.hget(f"status:{jid}", "result") == "5"
+    assert r.hget(f"status:{jid}", "attempts") == "1"
+    found = [m for m in messages(caplog) if f"status:{jid}" in m]
+    assert len(found) == 1, found
+
+
+def test_a_status_key_of_the_wrong_type_lets_its_job_run(worker, r, caplog):
+    jid = jobs.add.set(retention=60).perform_later(2, 3)
+    r.set(f"status:{jid}", "not a hash")
+    jobs.record.perform_later("out", "after")
+    worker()
+    wait_for(lambda: r.hget(f"status:{jid}", "state") == "completed", what="the job completed")
+    assert r.lrange("out", 0, -1) == ["['after']"]
+    found = [m for m in messages(caplog) if f"status:{jid}" in m]
+    assert len(found) == 1 and "string" in found[0], found
