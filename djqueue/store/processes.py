@@ -15,9 +15,10 @@ from typing import Any
 
 import redis
 
+from . import bad_keys
 from .keys import DAILY_STATS_TTL, PROCESS_CLEANUP_TTL, PROCESS_TTL, SIGNAL_TTL, Keys
 from .replies import text
-from .scripts import BEAT
+from .scripts import BEAT, LEAVE
 
 #: The signals a process obeys: quiet, stop, dump its threads' stacks.
 SIGNALS = ("TSTP", "TERM", "TTIN")
@@ -46,25 +47,21 @@ class ProcessStore:
 
         Returns (the signal popped or None, the identities in ``working_lists``: the djqueue
         processes of the cluster, which the poller takes turns with)."""
-        k = self.keys
-        day = time.strftime("%Y-%m-%d", time.gmtime())
-        keys = [
-            k.processed,
-            k.failed,
-            k.daily("processed", day),
-            k.daily("failed", day),
-            k.work(identity),
-            k.workers(identity),
-            k.processes,
-            k.process(identity),
-            k.working_lists,
-            k.signals(identity),
-        ]
         args: list[Any] = [processed, failed, DAILY_STATS_TTL, PROCESS_TTL, identity]
         args += (queue_names, len(fields))
         for pair in (*fields.items(), *work.items()):
             args += pair
-        signal, peers = BEAT(self.redis, keys, args)
+        k = self.keys
+        keys = [*self._counters(), k.work(identity), k.workers(identity), k.processes]
+        keys += (k.process(identity), k.working_lists, k.signals(identity))
+        signal, peers, found = BEAT(self.redis, keys, args)
+        checked = [
+            keys[6],
+            keys[8],
+            *(keys[0:4:2] if processed else ()),
+            *(keys[1:4:2] if failed else ()),
+        ]
+        bad_keys.report(bad_keys.pairs(found), checked)
         return text(signal) if signal else None, [text(p) for p in peers]
 
     def clear(
@@ -74,25 +71,16 @@ class ProcessStore:
         its ``working_lists`` entry when ``drop_index`` is false, so a live process still finds
         jobs that could not be pushed back)."""
         k = self.keys
-        pipe = self.redis.pipeline(transaction=True)
-        self._add_counts(pipe, processed, failed)
-        pipe.srem(k.processes, identity)
-        pipe.unlink(k.process(identity), k.work(identity), k.workers(identity), k.signals(identity))
-        if drop_index:
-            pipe.hdel(k.working_lists, identity)
-        pipe.execute()
+        keys = [*self._counters(), k.processes, k.working_lists, k.process(identity)]
+        keys += (k.work(identity), k.workers(identity), k.signals(identity))
+        args = [processed, failed, DAILY_STATS_TTL, identity, "1" if drop_index else ""]
+        bad_keys.report(bad_keys.pairs(LEAVE(self.redis, keys, args)))
 
-    def _add_counts(self, pipe: Any, processed: int, failed: int) -> None:
-        """Queue the INCRBYs of the lifetime totals and today's (UTC) counters."""
+    def _counters(self) -> list[str]:
+        """The lifetime totals and today's (UTC) counters, as ``stat_counts.lua`` takes them."""
         day = time.strftime("%Y-%m-%d", time.gmtime())
-        for stat, total, count in (
-            ("processed", self.keys.processed, processed),
-            ("failed", self.keys.failed, failed),
-        ):
-            if count:
-                pipe.incrby(total, count)
-                pipe.incrby(self.keys.daily(stat, day), count)
-                pipe.expire(self.keys.daily(stat, day), DAILY_STATS_TTL)
+        k = self.keys
+        return [k.processed, k.failed, k.daily("processed", day), k.daily("failed", day)]
 
     def reset_counters(self, stats: Sequence[str]) -> None:
         """Set lifetime counters (``"processed"``, ``"failed"``) to 0."""
