@@ -11,6 +11,7 @@ to make it happen, the way a Dramatiq broker is the only code that knows its sto
 - `status`: a tracked job's status hash, its end, its cancellation (`StatusStore`).
 - `outbox`: the transactional outbox's figures, as the last relay saw them (`OutboxStore`).
 - `processes`: beat, clear, prune, remote signals, counters (`ProcessStore`).
+- `bad_keys`: keys of the wrong type met by the scripts, logged once by name.
 """
 
 from __future__ import annotations

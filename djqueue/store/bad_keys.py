@@ -28,6 +28,38 @@ _lock = threading.Lock()
 _logged: dict[str, str] = {}
 
 
+def wrong_type(redis_client: Any, key: str, wanted: str) -> str | None:
+    """What is wrong with ``key`` when it should hold a ``wanted`` (a Redis type name):
+    ``"holds a string, not a list"``, or None when it holds one or nothing. The scripts say
+    the same in the same words (``key_is`` in ``lua/bad_keys.lua``)."""
+    kind = text(redis_client.type(key))
+    return None if kind in (wanted, "none") else f"holds a {kind}, not a {wanted}"
+
+
+def not_a_count(value: Any) -> str | None:
+    """What is wrong with a counter's value (None: absent or an integer), in the words of
+    ``key_is_count`` in ``lua/bad_keys.lua``."""
+    if value is None:
+        return None
+    shown = text(value)
+    try:
+        int(shown)
+    except ValueError:
+        return f"holds {quoted(shown)}, not an integer"
+    return None
+
+
+def quoted(value: str) -> str:
+    """A value as a problem's text quotes it, cut short."""
+    cut = value[:40].replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{cut}"'
+
+
+def is_wrong_type(exc: BaseException) -> bool:
+    """True for Redis's WRONGTYPE error (a pipeline's error names its command first)."""
+    return "WRONGTYPE" in str(exc)
+
+
 def pairs(flat: Sequence[Any] | None) -> list[tuple[str, str]]:
     """A script's flat ``{key, problem, key, problem, ...}`` reply as (key, problem) pairs."""
     if not flat:

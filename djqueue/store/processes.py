@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import redis
+import redis.exceptions
 
 from . import bad_keys
 from .keys import DAILY_STATS_TTL, PROCESS_CLEANUP_TTL, PROCESS_TTL, SIGNAL_TTL, Keys
@@ -97,12 +98,18 @@ class ProcessStore:
 
     def heartbeats(self, identities: Sequence[str]) -> list[tuple[str, str] | None]:
         """``(info JSON, beat time)`` of each identity's last heartbeat, None when its hash
-        has expired; one round trip."""
+        has expired, or is not a hash (a live process replaces it at its next beat); one
+        round trip."""
         pipe = self.redis.pipeline(transaction=False)
         for identity in identities:
             pipe.hmget(self.keys.process(identity), ["info", "beat"])
         found: list[tuple[str, str] | None] = []
-        for info, beat in pipe.execute():
+        for reply in pipe.execute(raise_on_error=False):
+            if isinstance(reply, redis.exceptions.ResponseError):
+                if not bad_keys.is_wrong_type(reply):
+                    raise reply
+                reply = (None, None)
+            info, beat = reply
             found.append(None if info is None else (text(info), text(beat or b"")))
         return found
 
@@ -122,7 +129,14 @@ class ProcessStore:
         key). Returns how many were removed."""
         if not force and not self.lock(self.keys.process_cleanup, "1", PROCESS_CLEANUP_TTL):
             return 0
-        members = [text(m) for m in self.redis.smembers(self.keys.processes)]
+        try:
+            members = [text(m) for m in self.redis.smembers(self.keys.processes)]
+        except redis.exceptions.ResponseError as exc:
+            if not bad_keys.is_wrong_type(exc):
+                raise
+            problem = bad_keys.wrong_type(self.redis, self.keys.processes, "set")
+            bad_keys.report([(self.keys.processes, f"{problem}; skipped: no process pruned")])
+            return 0
         members = [m for m in members if m != keep]
         if not members:
             return 0

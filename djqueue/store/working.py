@@ -18,7 +18,6 @@ import redis.exceptions
 
 from . import bad_keys
 from .keys import RECOVERY_TTL, Keys
-from .replies import text
 from .scripts import REQUEUE_PROCESS, STARTED, TAKE
 
 
@@ -169,11 +168,11 @@ class WorkingLists:
         try:
             return call()
         except redis.exceptions.ResponseError as exc:
-            if "WRONGTYPE" not in str(exc):  # a pipeline's error names its command first
+            if not bad_keys.is_wrong_type(exc):
                 raise
-        kind = text(self.redis.type(self.keys.recoveries))
-        problem = f"holds a {kind}, not a hash; skipped: no job counts as recovered"
-        bad_keys.report([(self.keys.recoveries, problem)])
+        key = self.keys.recoveries
+        problem = bad_keys.wrong_type(self.redis, key, "hash")
+        bad_keys.report([(key, f"{problem}; skipped: no job counts as recovered")])
         return 0
 
     def cancel_waits(self) -> None:
