@@ -77,3 +77,33 @@ def test_a_status_key_of_the_wrong_type_lets_its_job_run(worker, r, caplog):
     assert r.lrange("out", 0, -1) == ["['after']"]
     found = [m for m in messages(caplog) if f"status:{jid}" in m]
     assert len(found) == 1 and "string" in found[0], found
+
+
+def test_a_retry_set_of_the_wrong_type_loses_no_failed_job(worker, r, caplog):
+    """The failed job left its working list, then the write to ``retry`` failed: it was gone.
+    Now it goes to the dead set, and the scheduled jobs still move."""
+    r.set("retry", "not a zset")
+    jid = jobs.fail.perform_later("boom")
+    jobs.record.perform_in(0.5, "out", "scheduled")
+    worker()
+    wait_for(lambda: r.zcard("dead") == 1, what="the failed job in dead")
+    assert jid in r.zrange("dead", 0, -1)[0]
+    wait_for(lambda: r.lrange("out", 0, -1) == ["['scheduled']"], what="the scheduled job run")
+    found = [m for m in messages(caplog) if "bad key retry" in m]
+    assert len(found) == 1 and "holds a string, not a zset" in found[0], found
+
+
+def test_a_dead_set_of_the_wrong_type_loses_no_job(worker, r, caplog):
+    """Burying removed the job from its working list before the write to ``dead`` failed."""
+    r.set("dead", "not a zset")
+    r.lpush("queue:default", "{not json")
+    jobs.record.perform_later("out", "healthy")
+    w = worker()
+    wait_for(lambda: r.lrange("out", 0, -1) == ["['healthy']"], what="the healthy job run")
+    wait_for(lambda: any("bad key dead" in m for m in messages(caplog)), what="the log line")
+    w.stop()
+    # Not lost: back in its queue (or still in the working list, for the next sweep).
+    assert r.lrange("queue:default", 0, -1) + r.lrange(f"working:{w.identity}:default", 0, -1) == [
+        "{not json"
+    ]
+    assert sum("bad key dead" in m for m in messages(caplog)) == 1

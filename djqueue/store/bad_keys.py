@@ -4,9 +4,9 @@ A key holding the wrong type (a string where ``recoveries`` should be a hash), o
 that is not a number, must never stop a subsystem: the store's scripts check before they
 write, skip or repair the bad entry, and return what they found as (key, problem) pairs
 (``lua/bad_keys.lua``). A worker meets the same bad key on every fetch and every beat, so
-this module remembers what it has logged, process-wide: one line per key and problem, then
-quiet until the problem changes, or until a check that covers the key finds it sound again
-(one line saying so).
+this module remembers what it has logged, process-wide: one line per key and problem (what
+the key holds, whatever the caller does about it), then quiet until the problem changes, or
+until a check that covers the key finds it sound again (one line saying so).
 """
 
 from __future__ import annotations
@@ -76,9 +76,10 @@ def report(found: Iterable[tuple[str, str]], checked: Iterable[str] = ()) -> Non
     healed: list[str] = []
     with _lock:
         for key, problem in found:
-            if _logged.get(key) != problem:
+            held = problem.split(";")[0]  # what is wrong, not what this caller does about it
+            if _logged.get(key) != held:
                 _logged.pop(key, None)
-                _logged[key] = problem
+                _logged[key] = held
                 news.append((key, problem))
         bad = {key for key, _ in found}
         for key in checked:
