@@ -107,3 +107,40 @@ def test_a_dead_set_of_the_wrong_type_loses_no_job(worker, r, caplog):
         "{not json"
     ]
     assert sum("bad key dead" in m for m in messages(caplog)) == 1
+
+
+def test_a_queues_key_of_the_wrong_type_loses_no_scheduled_job(worker, r, caplog):
+    """Moving a due job removed it from the schedule, then failed to list its queue."""
+    jobs.record.perform_in(0.3, "out", "scheduled")
+    r.set("queues", "not a set")
+    worker()
+    wait_for(lambda: r.lrange("out", 0, -1) == ["['scheduled']"], what="the scheduled job run")
+    assert r.get("queues") == "not a set"
+    found = [m for m in messages(caplog) if "bad key queues" in m]
+    assert len(found) == 1 and "holds a string, not a set" in found[0], found
+
+
+def test_an_unreadable_working_lists_entry_still_gives_back_its_jobs(worker, r, caplog):
+    """An entry that is not a JSON list read as no queues: the dead process's entry was
+    dropped and the jobs in its working lists stayed there for ever."""
+    job = '{"class": "t.record", "args": ["out", "recovered"], "jid": "%s"}' % ("c" * 24)
+    r.hset("working_lists", "gone:1:abcdefabcdef", "{not json")
+    r.lpush("working:gone:1:abcdefabcdef:default", job)
+    worker()
+    wait_for(lambda: r.lrange("out", 0, -1) == ["['recovered']"], what="the job recovered")
+    wait_for(lambda: not r.hexists("working_lists", "gone:1:abcdefabcdef"))
+    found = [m for m in messages(caplog) if "bad key working_lists" in m]
+    assert len(found) == 1 and "gone:1:abcdefabcdef" in found[0], found
+
+
+def test_a_working_lists_key_of_the_wrong_type_stops_no_duty(worker, r, caplog):
+    r.set("working_lists", "not a hash")
+    r.sadd("processes", "gone:1:abcdefabcdef")
+    w = worker()
+    jobs.record.perform_later("out", "ran")
+    wait_for(lambda: r.lrange("out", 0, -1) == ["['ran']"], what="the job run")
+    # The janitor's other duty still runs: the dead member is pruned.
+    wait_for(lambda: r.smembers("processes") == {w.identity}, what="the dead member pruned")
+    found = [m for m in messages(caplog) if "bad key working_lists" in m]
+    assert len(found) == 1 and "holds a string, not a hash" in found[0], found
+    assert not any("janitor failed" in m for m in messages(caplog))

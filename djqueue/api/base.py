@@ -45,6 +45,19 @@ class ApiObject:
     key: str = ""
     key_type: str = ""
 
+    @classmethod
+    def of_key(
+        cls,
+        name: str,
+        key_type: str,
+        settings: Settings | None = None,
+        redis_client: redis.Redis | None = None,
+    ) -> ApiObject:
+        """An object reading the key `Keys` calls ``name`` (``"queues"``), of ``key_type``."""
+        found = cls(settings, redis_client)
+        found.key, found.key_type = getattr(found.keys, name), key_type
+        return found
+
     def _call(self, fn: Callable[[], T]) -> T:
         try:
             return connection.call(self.settings, fn)

@@ -48,7 +48,7 @@ class Queue(ApiObject):
         cls, settings: Settings | None = None, redis_client: redis.Redis | None = None
     ) -> list[Queue]:
         """Every queue named in the ``queues`` set, sorted by name."""
-        probe = ApiObject(settings, redis_client)
+        probe = ApiObject.of_key("queues", "set", settings, redis_client)
         names = probe._call(lambda: probe.redis.smembers(probe.keys.queues))
         return [cls(name, **probe._context()) for name in sorted(text(n) for n in names)]
 
@@ -60,7 +60,7 @@ class Queue(ApiObject):
         listing, then every queue's length and oldest job pipelined), for a page listing many
         queues. ``problem`` is empty, or says what is wrong with a queue whose key is not a
         list (`djqueue.errors.BadKey`'s message; the queue counts as empty)."""
-        probe = ApiObject(settings, redis_client)
+        probe = ApiObject.of_key("queues", "set", settings, redis_client)
         members = probe._call(lambda: probe.redis.smembers(probe.keys.queues))
         names = sorted(text(n) for n in members)
         if not names:

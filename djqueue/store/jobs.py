@@ -112,7 +112,8 @@ class JobStore:
             keys.append(self.keys.queue(queue))
             args += (member, queue, json)
         args.append(self.keys.status_prefix)
-        moved, stuck = MOVE_TO_QUEUE(self.redis, keys, args)
+        moved, stuck, found = MOVE_TO_QUEUE(self.redis, keys, args)
+        bad_keys.report(bad_keys.pairs(found), [self.keys.queues])
         return Moved(int(moved), int(stuck))
 
     def earliest(self, sources: Sequence[str]) -> list[float | None]:

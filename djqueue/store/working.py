@@ -9,6 +9,7 @@ identity to its queue names, and `requeue_process` pushes a dead one's lists bac
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -17,6 +18,7 @@ import redis
 import redis.exceptions
 
 from . import bad_keys
+from .replies import text
 from .keys import RECOVERY_TTL, Keys
 from .scripts import REQUEUE_PROCESS, STARTED, TAKE
 
@@ -233,13 +235,37 @@ def requeue_process(
 
 
 def working_index(redis_client: redis.Redis, keys: Keys) -> dict[str, list[str]]:
-    """``working_lists``: identity -> its queue names (an unreadable entry reads as none)."""
+    """``working_lists``: identity -> its queue names. An entry that is not a JSON list of
+    names is read from the working lists' own key names instead (a SCAN, for that entry
+    only), so a dead process's jobs are still found; a ``working_lists`` that is not a hash
+    reads as empty. Both are logged once by name."""
+    try:
+        entries: Any = redis_client.hgetall(keys.working_lists)
+    except redis.exceptions.ResponseError as exc:
+        if not bad_keys.is_wrong_type(exc):
+            raise
+        problem = bad_keys.wrong_type(redis_client, keys.working_lists, "hash")
+        bad_keys.report([(keys.working_lists, f"{problem}; skipped: dead processes' jobs wait")])
+        return {}
     found: dict[str, list[str]] = {}
-    for identity, value in redis_client.hgetall(keys.working_lists).items():
-        ident = identity.decode() if isinstance(identity, bytes) else str(identity)
+    bad: list[tuple[str, str]] = []
+    for identity, value in entries.items():
+        ident = text(identity)
         try:
             names = json.loads(value)
         except (ValueError, TypeError):
-            names = []
-        found[ident] = [str(n) for n in names] if isinstance(names, list) else []
+            names = None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            names = _listed(redis_client, keys, ident)
+            what = f"holds {bad_keys.quoted(text(value))}, not a JSON list of queue names"
+            bad.append((f"{keys.working_lists}[{ident}]", f"{what}; its lists are found by name"))
+        found[ident] = names
+    bad_keys.report(bad, [f"{keys.working_lists}[{ident}]" for ident in found])
     return found
+
+
+def _listed(redis_client: redis.Redis, keys: Keys, identity: str) -> list[str]:
+    """The queue names of ``identity``'s working lists, from their key names."""
+    prefix = keys.working(identity, "")
+    pattern = re.sub(r"([*?\[\]\\])", r"\\\1", prefix) + "*"
+    return sorted({text(key)[len(prefix) :] for key in redis_client.scan_iter(pattern, 1000)})

@@ -23,6 +23,7 @@
 --!include status
 local status_prefix = table.remove(ARGV)
 local moved, left = 0, 0
+local listing = key_is(KEYS[2], 'set', 'skipped: queues are not listed there')
 local recording = ARGV[2] ~= ''
   and key_is(KEYS[3], 'hash', 'skipped: jobs pushed back after a crash are not counted')
 for i = 4, #KEYS, 2 do
@@ -49,7 +50,7 @@ for i = 4, #KEYS, 2 do
       end
       here = here + 1
     end
-    if here > 0 then
+    if here > 0 and listing then
       redis.call('SADD', KEYS[2], ARGV[(i - 2) / 2 + 3])
     end
     moved = moved + here
