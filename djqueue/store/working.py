@@ -18,8 +18,8 @@ import redis
 import redis.exceptions
 
 from . import bad_keys
-from .replies import text
 from .keys import RECOVERY_TTL, Keys
+from .replies import text
 from .scripts import REQUEUE_PROCESS, STARTED, TAKE
 
 
