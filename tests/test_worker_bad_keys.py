@@ -73,6 +73,7 @@ def test_a_status_key_of_the_wrong_type_lets_its_job_run(worker, r, caplog):
     r.set(f"status:{jid}", "not a hash")
     jobs.record.perform_later("out", "after")
     worker()
+    wait_for(lambda: r.type(f"status:{jid}") == "hash", what="the status replaced")
     wait_for(lambda: r.hget(f"status:{jid}", "state") == "completed", what="the job completed")
     assert r.lrange("out", 0, -1) == ["['after']"]
     found = [m for m in messages(caplog) if f"status:{jid}" in m]
@@ -144,3 +145,17 @@ def test_a_working_lists_key_of_the_wrong_type_stops_no_duty(worker, r, caplog):
     found = [m for m in messages(caplog) if "bad key working_lists" in m]
     assert len(found) == 1 and "holds a string, not a hash" in found[0], found
     assert not any("janitor failed" in m for m in messages(caplog))
+
+
+def test_a_processes_set_and_signal_list_of_the_wrong_type_stop_no_beat(worker, r, caplog):
+    r.set("processes", "not a set")
+    w = worker()
+    r.set(f"{w.identity}-signals", "not a list")  # the process's own key: replaced
+    beat = float(r.hget(w.identity, "beat"))
+    wait_for(lambda: float(r.hget(w.identity, "beat")) > beat, what="a later beat")
+    wait_for(lambda: r.type(f"{w.identity}-signals") == "none", what="the signal list replaced")
+    jobs.record.perform_later("out", "ran")
+    wait_for(lambda: r.lrange("out", 0, -1) == ["['ran']"], what="the job run")
+    found = [m for m in messages(caplog) if "bad key processes" in m]
+    assert len(found) == 1 and "holds a string, not a set" in found[0], found
+    assert not any("heartbeat failed" in m or "janitor failed" in m for m in messages(caplog))

@@ -67,10 +67,16 @@ class StatusStore:
         return bool(CANCEL(self.redis, [key], ["running", jid, self.keys.status_prefix]))
 
     def cancel_requested(self, jids: Sequence[str]) -> set[str]:
-        """Which of these running jobs were asked to stop: one round trip for all."""
+        """Which of these running jobs were asked to stop: one round trip for all (a status
+        key of the wrong type asks nothing: the job's next transition replaces it)."""
         if not jids:
             return set()
         pipe = self.redis.pipeline(transaction=False)
         for jid in jids:
             pipe.hexists(self.keys.status(jid), "cancel")
-        return {jid for jid, flagged in zip(jids, pipe.execute(), strict=True) if flagged}
+        replies = pipe.execute(raise_on_error=False)
+        for reply in replies:
+            if isinstance(reply, Exception) and not bad_keys.is_wrong_type(reply):
+                raise reply
+        flags = [not isinstance(reply, Exception) and bool(reply) for reply in replies]
+        return {jid for jid, flagged in zip(jids, flags, strict=True) if flagged}
