@@ -6,30 +6,21 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import flask
 import pytest
 import redis
 
 import djqueue
-from flask_djqueue import DjQueue
-from flask_djqueue.dashboard import dashboard_blueprint
+from tests import test_flask_dashboard_lifecycle
+
+#: The dashboard open to everyone, as the lifecycle tests mount it.
+client = test_flask_dashboard_lifecycle.client
 
 
 @djqueue.job(name="flask_bad.ok")
 def ok(n: int) -> None:
     pass
-
-
-@pytest.fixture
-def client(redis_url: str) -> Iterator[Any]:
-    app = flask.Flask("bad_keys_test")
-    app.config.update(SECRET_KEY="test", DJQUEUE_REDIS_URL=redis_url)
-    DjQueue(app)
-    app.register_blueprint(dashboard_blueprint(auth=lambda permission: True), url_prefix="/jobs")
-    yield app.test_client()
 
 
 def page(client: Any, url: str, **query: str) -> str:
