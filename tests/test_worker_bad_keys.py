@@ -4,6 +4,7 @@ An in-process worker against the session's real Redis."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 from . import jobs_for_worker as jobs
@@ -159,3 +160,19 @@ def test_a_processes_set_and_signal_list_of_the_wrong_type_stop_no_beat(worker, 
     found = [m for m in messages(caplog) if "bad key processes" in m]
     assert len(found) == 1 and "holds a string, not a set" in found[0], found
     assert not any("heartbeat failed" in m or "janitor failed" in m for m in messages(caplog))
+
+
+def test_a_bad_queue_is_logged_once_then_once_more_when_sound(worker, r, caplog):
+    caplog.set_level(logging.INFO, "djqueue.store")
+    r.set("queue:broken", "not a list")
+    worker(queues=(("broken", 0), ("default", 0)))
+    for n in range(20):
+        jobs.record.perform_later("out", n)
+    wait_for(lambda: r.llen("out") == 20, what="the healthy queue served")
+    r.delete("queue:broken")
+    jobs.record.set(queue="broken").perform_later("fixed", "ran")
+    wait_for(lambda: r.lrange("fixed", 0, -1) == ["['ran']"], what="the fixed queue served")
+    found = [m for m in messages(caplog) if "queue:broken" in m]
+    assert len(found) == 2, found
+    assert "bad key queue:broken: it holds a string, not a list" in found[0]
+    assert found[1] == "key queue:broken is sound again"

@@ -106,14 +106,16 @@ class WorkingLists:
         args += (self.keys.status_prefix, self.identity)
         reply = self._call(args)
         names = self.names
-        if reply[1]:
-            self.broken = {names[int(p) - 1] for p in reply[1].split()}
-        elif self.broken:
-            self.broken = set()
         recovered = {int(n) for n in reply[2].split()} if reply[2] else ()
-        if reply[3] or self._bad:
+        if reply[3] or self._bad or self.broken:
+            # A queue stays broken until a call checks it and finds a list (a call that is
+            # served before reaching it does not check it).
+            checked = [int(p) for p in reply[1].split()]
+            fine = {names[p - 1] for p in checked if p > 0}
+            sound = [self.queue_keys[name] for name in self.broken & fine]
+            self.broken = (self.broken - fine) | {names[-p - 1] for p in checked if p < 0}
             self._bad = bool(reply[3])
-            bad_keys.report(bad_keys.pairs(reply[3]), (self.keys.recoveries,))
+            bad_keys.report(bad_keys.pairs(reply[3]), [self.keys.recoveries, *sound])
         taken = [
             (names[int(reply[i]) - 1], reply[i + 1], (i - 2) // 2 in recovered)
             for i in range(4, len(reply), 2)
@@ -159,6 +161,14 @@ class WorkingLists:
             found = STARTED(self.redis, [], [raw, self.identity, self.keys.status_prefix])
             bad_keys.report(bad_keys.pairs(found))
         return raw, recovered
+
+    def mark_broken(self, name: str) -> None:
+        """Queue ``name``'s key turned out not to be a list outside `take` (a BLMOVE refused
+        it): skipped like the ones `take` finds, and logged once by name."""
+        key = self.queue_keys[name]
+        problem = bad_keys.wrong_type(self.redis, key, "list") or "is not a list"
+        bad_keys.report([(key, f"{problem}; skipped: the other queues are served")])
+        self.broken = self.broken | {name}
 
     def _recovering(self, jid: str) -> bool:
         """Whether ``jid`` is entered in ``recoveries``; never, while that key is not a hash."""

@@ -15,8 +15,9 @@
 -- front of their queue (only if still there, so never twice), newest first.
 -- Then the status key prefix and this process's identity: a tracked job taken becomes 'active'
 -- (its attempts counted, the process named), one pushed back 'pending' again.
--- Returns {how many jobs were pushed back, the pair numbers of queues skipped because their key
--- is not a list (space-separated, usually ''), the positions (1-based) among the jobs taken of
+-- Returns {how many jobs were pushed back, the pair numbers of the queues whose key this call
+-- checked, negative for one skipped because its key is not a list (space-separated), the
+-- positions (1-based) among the jobs taken of
 -- those entered in the recoveries hash (space-separated, usually ''), the bad keys met (see
 -- bad_keys.lua: {key, problem, ...}, usually empty), then pair number, job JSON, ... per job
 -- taken}. Jobs are looked up there only while the hash exists (after a crash), so the common
@@ -38,8 +39,7 @@ local status_prefix = table.remove(ARGV)
 local skipped = {}
 local function usable(pair)
   if skipped[pair] == nil then
-    local kind = redis.call('TYPE', KEYS[2 * pair - 1])['ok']
-    skipped[pair] = kind ~= 'list' and kind ~= 'none'
+    skipped[pair] = not key_is(KEYS[2 * pair - 1], 'list', 'skipped: the other queues are served')
   end
   return not skipped[pair]
 end
@@ -115,12 +115,10 @@ if wanted > 0 then
     end
   end
 end
-local broken = {}
+local checked = {}
 for pair, skip in pairs(skipped) do
-  if skip then
-    broken[#broken + 1] = tostring(pair)
-  end
+  checked[#checked + 1] = tostring(skip and -pair or pair)
 end
-taken[2] = table.concat(broken, ' ')
+taken[2] = table.concat(checked, ' ')
 taken[3] = table.concat(recovered, ' ')
 return taken
