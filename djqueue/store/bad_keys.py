@@ -36,6 +36,12 @@ def wrong_type(redis_client: Any, key: str, wanted: str) -> str | None:
     return None if kind in (wanted, "none") else f"holds a {kind}, not a {wanted}"
 
 
+def met(redis_client: Any, key: str, wanted: str, doing: str) -> tuple[str, str]:
+    """``key`` answered WRONGTYPE where a ``wanted`` belongs: the (key, problem) pair to
+    `report`, with what the caller does about it (``doing``: "skipped: ...")."""
+    return key, f"{wrong_type(redis_client, key, wanted) or 'is not a ' + wanted}; {doing}"
+
+
 def not_a_count(value: Any) -> str | None:
     """What is wrong with a counter's value (None: absent or an integer), in the words of
     ``key_is_count`` in ``lua/bad_keys.lua``."""

@@ -128,8 +128,7 @@ class JobStore:
             if isinstance(head, redis.exceptions.ResponseError):
                 if not bad_keys.is_wrong_type(head):
                     raise head
-                problem = bad_keys.wrong_type(self.redis, key, "zset")
-                bad.append((key, f"{problem}; skipped: none of its jobs move"))
+                bad.append(bad_keys.met(self.redis, key, "zset", "skipped: none of its jobs move"))
                 head = None
             found.append(head[0][1] if head else None)
         bad_keys.report(bad, sources)

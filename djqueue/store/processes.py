@@ -134,8 +134,8 @@ class ProcessStore:
         except redis.exceptions.ResponseError as exc:
             if not bad_keys.is_wrong_type(exc):
                 raise
-            problem = bad_keys.wrong_type(self.redis, self.keys.processes, "set")
-            bad_keys.report([(self.keys.processes, f"{problem}; skipped: no process pruned")])
+            doing = "skipped: no process pruned"
+            bad_keys.report([bad_keys.met(self.redis, self.keys.processes, "set", doing)])
             return 0
         members = [m for m in members if m != keep]
         if not members:

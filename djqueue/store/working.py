@@ -166,8 +166,9 @@ class WorkingLists:
         """Queue ``name``'s key turned out not to be a list outside `take` (a BLMOVE refused
         it): skipped like the ones `take` finds, and logged once by name."""
         key = self.queue_keys[name]
-        problem = bad_keys.wrong_type(self.redis, key, "list") or "is not a list"
-        bad_keys.report([(key, f"{problem}; skipped: the other queues are served")])
+        bad_keys.report(
+            [bad_keys.met(self.redis, key, "list", "skipped: the other queues are served")]
+        )
         self.broken = self.broken | {name}
 
     def _recovering(self, jid: str) -> bool:
@@ -182,9 +183,8 @@ class WorkingLists:
         except redis.exceptions.ResponseError as exc:
             if not bad_keys.is_wrong_type(exc):
                 raise
-        key = self.keys.recoveries
-        problem = bad_keys.wrong_type(self.redis, key, "hash")
-        bad_keys.report([(key, f"{problem}; skipped: no job counts as recovered")])
+        doing = "skipped: no job counts as recovered"
+        bad_keys.report([bad_keys.met(self.redis, self.keys.recoveries, "hash", doing)])
         return 0
 
     def cancel_waits(self) -> None:
@@ -254,8 +254,8 @@ def working_index(redis_client: redis.Redis, keys: Keys) -> dict[str, list[str]]
     except redis.exceptions.ResponseError as exc:
         if not bad_keys.is_wrong_type(exc):
             raise
-        problem = bad_keys.wrong_type(redis_client, keys.working_lists, "hash")
-        bad_keys.report([(keys.working_lists, f"{problem}; skipped: dead processes' jobs wait")])
+        doing = "skipped: dead processes' jobs wait"
+        bad_keys.report([bad_keys.met(redis_client, keys.working_lists, "hash", doing)])
         return {}
     found: dict[str, list[str]] = {}
     bad: list[tuple[str, str]] = []
