@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+import redis.exceptions
 
 from .replies import text
 
@@ -40,6 +42,20 @@ def met(redis_client: Any, key: str, wanted: str, doing: str) -> tuple[str, str]
     """``key`` answered WRONGTYPE where a ``wanted`` belongs: the (key, problem) pair to
     `report`, with what the caller does about it (``doing``: "skipped: ...")."""
     return key, f"{wrong_type(redis_client, key, wanted) or 'is not a ' + wanted}; {doing}"
+
+
+def tolerate(
+    redis_client: Any, key: str, wanted: str, doing: str, call: Callable[[], Any], default: Any
+) -> Any:
+    """``call()``, a read of ``key``; ``default`` when ``key`` answers WRONGTYPE (it does not
+    hold a ``wanted``), the key reported once by name with what is done (``doing``)."""
+    try:
+        return call()
+    except redis.exceptions.ResponseError as exc:
+        if not is_wrong_type(exc):
+            raise
+    report([met(redis_client, key, wanted, doing)])
+    return default
 
 
 def not_a_count(value: Any) -> str | None:

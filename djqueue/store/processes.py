@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import redis
@@ -129,15 +130,11 @@ class ProcessStore:
         key). Returns how many were removed."""
         if not force and not self.lock(self.keys.process_cleanup, "1", PROCESS_CLEANUP_TTL):
             return 0
-        try:
-            members = [text(m) for m in self.redis.smembers(self.keys.processes)]
-        except redis.exceptions.ResponseError as exc:
-            if not bad_keys.is_wrong_type(exc):
-                raise
-            doing = "skipped: no process pruned"
-            bad_keys.report([bad_keys.met(self.redis, self.keys.processes, "set", doing)])
-            return 0
-        members = [m for m in members if m != keep]
+        read = partial(self.redis.smembers, self.keys.processes)
+        listed: Any = bad_keys.tolerate(
+            self.redis, self.keys.processes, "set", "skipped: no process pruned", read, set()
+        )
+        members = [text(m) for m in listed if text(m) != keep]
         if not members:
             return 0
         dead = [

@@ -12,6 +12,7 @@ import json
 import re
 import threading
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Protocol
 
 import redis
@@ -178,14 +179,8 @@ class WorkingLists:
     def _on_recoveries(self, call: Any) -> Any:
         """``call()``, a command on ``recoveries``; 0 when that key is not a hash (logged once
         by name, and no job counts as recovered while it is not)."""
-        try:
-            return call()
-        except redis.exceptions.ResponseError as exc:
-            if not bad_keys.is_wrong_type(exc):
-                raise
         doing = "skipped: no job counts as recovered"
-        bad_keys.report([bad_keys.met(self.redis, self.keys.recoveries, "hash", doing)])
-        return 0
+        return bad_keys.tolerate(self.redis, self.keys.recoveries, "hash", doing, call, 0)
 
     def cancel_waits(self) -> None:
         """Close the connections of every `block_take` under way (and the pool's idle ones),
@@ -249,14 +244,9 @@ def working_index(redis_client: redis.Redis, keys: Keys) -> dict[str, list[str]]
     names is read from the working lists' own key names instead (a SCAN, for that entry
     only), so a dead process's jobs are still found; a ``working_lists`` that is not a hash
     reads as empty. Both are logged once by name."""
-    try:
-        entries: Any = redis_client.hgetall(keys.working_lists)
-    except redis.exceptions.ResponseError as exc:
-        if not bad_keys.is_wrong_type(exc):
-            raise
-        doing = "skipped: dead processes' jobs wait"
-        bad_keys.report([bad_keys.met(redis_client, keys.working_lists, "hash", doing)])
-        return {}
+    doing = "skipped: dead processes' jobs wait"
+    read = partial(redis_client.hgetall, keys.working_lists)
+    entries: Any = bad_keys.tolerate(redis_client, keys.working_lists, "hash", doing, read, {})
     found: dict[str, list[str]] = {}
     bad: list[tuple[str, str]] = []
     for identity, value in entries.items():
