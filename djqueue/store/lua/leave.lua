@@ -1,4 +1,6 @@
--- A process leaves cleanly: flush its last counts and remove every trace of it.
+#!lua flags=allow-oom
+-- A process leaves cleanly: flush its last counts and remove every trace of it. Allowed when
+-- Redis is out of memory, as beat.lua is: it only counts and deletes.
 --
 -- KEYS[1..4] = the counters (see stat_counts.lua), KEYS[5] = processes, KEYS[6] =
 -- working_lists, then the keys to unlink (the IDENTITY hash, its work hashes, its signals).
