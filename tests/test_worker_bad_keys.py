@@ -176,3 +176,20 @@ def test_a_bad_queue_is_logged_once_then_once_more_when_sound(worker, r, caplog)
     assert len(found) == 2, found
     assert "bad key queue:broken: it holds a string, not a list" in found[0]
     assert found[1] == "key queue:broken is sound again"
+
+
+def test_a_running_jobs_status_turned_bad_stops_no_beat(worker, r, caplog):
+    """The heartbeat reads the cancel flags of the tracked jobs running; a status key of the
+    wrong type made every beat fail while the job ran."""
+    jid = jobs.hold.set(retention=60).perform_later("started", 1)
+    w = worker()
+    wait_for(lambda: r.lrange("started", 0, -1) == ["1"], what="the job started")
+    r.delete(f"status:{jid}")
+    r.set(f"status:{jid}", "not a hash")
+    for _ in range(2):
+        beat = float(r.hget(w.identity, "beat"))
+        wait_for(lambda b=beat: float(r.hget(w.identity, "beat")) > b, what="a later beat")
+    r.set("release", "1")
+    wait_for(lambda: r.type(f"status:{jid}") == "hash", what="the status replaced at the end")
+    wait_for(lambda: r.hget(f"status:{jid}", "state") == "completed", what="the job completed")
+    assert not any("lost Redis" in m or "heartbeat failed" in m for m in messages(caplog))
