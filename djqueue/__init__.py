@@ -8,6 +8,7 @@ from __future__ import annotations
 from .client import Client
 from .config import Settings, configure, get_settings
 from .errors import (
+    BadKey,
     ConfigurationError,
     DjQueueError,
     DuplicateJobName,
@@ -30,6 +31,7 @@ from .schedule import periodic
 __version__ = "0.1.0"
 
 __all__ = [
+    "BadKey",
     "Chain",
     "Client",
     "ConfigurationError",

@@ -53,6 +53,17 @@ class PoolExhausted(RedisUnavailable):
         self.max_connections = max_connections
 
 
+class BadKey(DjQueueError):
+    """A Redis key djqueue reads holds the wrong type (a string where a list belongs) or a
+    value it cannot read (a counter that is not a number). The workers skip or repair such a
+    key and go on; a page that must read it shows this message instead of failing."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key = key
+        self.problem = problem
+        super().__init__(f"{key} {problem}: delete or fix the key")
+
+
 class DuplicateJobName(DjQueueError):
     """Two different jobs were registered under one name."""
 

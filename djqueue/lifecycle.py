@@ -14,13 +14,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+import redis.exceptions
 
 from .config import Settings
 from .connection import get_waits, translate_errors
-from .errors import JobCancelled, JobFailed, JobNotTracked, ResultTimeout
-from .store import JobStore, StatusStore
+from .errors import BadKey, JobCancelled, JobFailed, JobNotTracked, ResultTimeout
+from .store import JobStore, StatusStore, bad_keys
 from .store.status import ENDS
 
 #: Every state, in the order a job usually goes through them.
@@ -33,6 +35,13 @@ CANCELLED = "cancelled"  # taken out of its queue, the schedule or the retry set
 CANCELLING = "cancelling"  # running: asked to stop; ends as cancelled
 ALREADY_FINISHED = "finished"  # completed, dead or cancelled before
 UNKNOWN = "unknown"  # not found anywhere (untracked and running, expired, never pushed)
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
 
 
 def _float(value: str | None) -> float | None:
@@ -71,6 +80,8 @@ class JobStatus:
     result_json: str | None = None
     #: The job's JSON as it was pushed (its arguments), kept with the status.
     payload_json: str | None = None
+    #: What is wrong with the status hash (a field that is not a number), one line each.
+    problems: tuple[str, ...] = ()
 
     @property
     def finished(self) -> bool:
@@ -105,7 +116,7 @@ class JobStatus:
             started_at=_float(fields.get("started_at")),
             finished_at=_float(fields.get("finished_at")),
             retry_at=_float(fields.get("retry_at")),
-            attempts=int(fields.get("attempts") or 0),
+            attempts=_int(fields.get("attempts")),
             error_class=fields.get("error_class") or None,
             error_message=fields.get("error_message") or None,
             process=fields.get("process") or None,
@@ -126,10 +137,23 @@ def _stores(settings: Settings | None = None) -> tuple[StatusStore, JobStore, An
 
 def status(jid: str, settings: Settings | None = None) -> JobStatus:
     """The job's state and times; ``state == "unknown"`` when it is not tracked (pushed without
-    ``retention``), its retention has passed, or no such job was pushed. One Redis read."""
+    ``retention``), its retention has passed, or no such job was pushed. One Redis read.
+    Raises `BadKey` when the status key holds another type than a hash; an ``attempts``
+    that is not a number reads as 0 and is named in ``problems`` (the next start repairs it)."""
     store, _, client = _stores(settings)
-    with translate_errors(client.settings):
-        return JobStatus.from_hash(str(jid), store.read(str(jid)))
+    key = store.keys.status(str(jid))
+    try:
+        with translate_errors(client.settings):
+            fields = store.read(str(jid))
+    except redis.exceptions.ResponseError as exc:
+        if not bad_keys.is_wrong_type(exc):
+            raise
+        raise BadKey(key, bad_keys.wrong_type(store.redis, key, "hash") or str(exc)) from exc
+    found = JobStatus.from_hash(str(jid), fields)
+    if bad_keys.not_a_count(fields.get("attempts")):
+        what = f"has attempts {bad_keys.quoted(fields['attempts'])}, not an integer"
+        found = replace(found, problems=(str(BadKey(key, what)),))
+    return found
 
 
 def _outcome(st: JobStatus) -> Any:

@@ -46,7 +46,7 @@ from flask.blueprints import BlueprintSetupState
 from werkzeug.wrappers import Response as BaseResponse
 
 from djqueue.config import Settings
-from djqueue.errors import RedisUnavailable
+from djqueue.errors import BadKey, RedisUnavailable
 from djqueue.web import assets, forms
 from djqueue.web import busy as web_busy
 from djqueue.web import periodic as web_periodic
@@ -57,6 +57,7 @@ from djqueue.web.dashboard import dashboard as read_dashboard
 from djqueue.web.job import job_page
 from djqueue.web.lifecycle import status_page
 from djqueue.web.lists import job_list as read_list
+from djqueue.web.problems import bad_key_page
 from djqueue.web.query import ListQuery
 
 from .state import state_of
@@ -87,6 +88,7 @@ def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard
     bp.before_request(pages.guard)
     bp.after_request(pages.protect)
     bp.register_error_handler(RedisUnavailable, pages.unavailable)
+    bp.register_error_handler(BadKey, pages.bad_key)
     bp.context_processor(pages.context)
     for rule, view, methods in (
         ("/", pages.index, ["GET"]),
@@ -202,6 +204,11 @@ class _Pages:
     def unavailable(self, error: RedisUnavailable) -> Any:
         """What every page answers when Redis does not: a 503 naming the URL (password hidden)."""
         return self.render("unavailable.html", "Redis is unavailable", 503, error=error)
+
+    def bad_key(self, error: BadKey) -> Any:
+        """What a page answers when the key it shows holds the wrong type: its name, its type."""
+        found = bad_key_page(error)
+        return self.render("bad_key.html", found.title, found=found)
 
     def answer(
         self, back: str, handler: Callable[..., forms.Outcome], *args: Any, **kw: Any

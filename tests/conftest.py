@@ -13,6 +13,7 @@ import redis
 
 import djqueue
 from djqueue import config, connection
+from djqueue.store import bad_keys
 from djqueue.worker.launcher import Launcher
 
 from .redis_server import MISSING, REDIS_SERVER, RedisServer
@@ -37,6 +38,7 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
     client = redis_server.client()
     client.flushall()
     client.close()
+    bad_keys.forget()  # an empty Redis: no bad key has been met in it yet
     djqueue.configure(redis_url=redis_server.url)
     yield redis_server.url
     config._framework = None

@@ -195,3 +195,20 @@ def test_find_job_across_several_script_calls(redis_url, r, monkeypatch):
     for n in range(2000):
         r.zadd("retry", {json.dumps({"class": "Filler", "args": [n], "jid": f"{n:024d}"}): n + 10})
     assert RetrySet().find_job(wanted).score == 5000
+
+
+def test_the_stats_and_queues_reports_name_bad_keys(redis_url, r):
+    """``djqueue stats`` and ``djqueue queues`` print what they can and name the bad keys."""
+    from djqueue.api import report
+
+    djqueue.Client().push({"class": "x", "args": [], "queue": "mailers"})
+    r.set("queue:broken", "x")
+    r.sadd("queues", "broken")
+    r.set("stat:failed", "oops")
+    stats = report.stats()
+    assert "enqueued   1" in stats
+    assert 'bad key    stat:failed holds "oops", not an integer' in stats
+    assert "bad key    queue:broken holds a string, not a list" in stats
+    rows = report.queues().splitlines()
+    assert rows[1].split()[:2] == ["broken", "0"] and "holds a string, not a list" in rows[1]
+    assert rows[2].split()[:2] == ["mailers", "1"]

@@ -7,16 +7,21 @@ like a push does, so an admin page can show one clear error.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import redis
+import redis.exceptions
 
 from .. import config, connection
 from ..config import Settings
-from ..store import JobStore, Keys, ProcessStore
+from ..errors import BadKey
+from ..store import JobStore, Keys, ProcessStore, bad_keys
 
 T = TypeVar("T")
+#: Keys a read found bad: (key, what is wrong with it), as `djqueue.store.bad_keys` words it.
+Problems = list[tuple[str, str]]
 
 
 class ApiObject:
@@ -35,8 +40,57 @@ class ApiObject:
         )
         self.process_store = ProcessStore(self.redis, self.keys)
 
+    #: The key this object reads and the Redis type it must hold (a queue's list, a job
+    #: set's zset), so a WRONGTYPE reply becomes `BadKey` naming it; empty for none.
+    key: str = ""
+    key_type: str = ""
+
+    @classmethod
+    def of_key(
+        cls,
+        name: str,
+        key_type: str,
+        settings: Settings | None = None,
+        redis_client: redis.Redis | None = None,
+    ) -> ApiObject:
+        """An object reading the key `Keys` calls ``name`` (``"queues"``), of ``key_type``."""
+        found = cls(settings, redis_client)
+        found.key, found.key_type = getattr(found.keys, name), key_type
+        return found
+
     def _call(self, fn: Callable[[], T]) -> T:
-        return connection.call(self.settings, fn)
+        try:
+            return connection.call(self.settings, fn)
+        except redis.exceptions.ResponseError as exc:
+            problem = self.key_type and bad_keys.is_wrong_type(exc) and self._problem()
+            if problem:
+                raise BadKey(self.key, problem) from exc
+            raise
+
+    def _problem(self) -> str | None:
+        return connection.call(
+            self.settings, lambda: bad_keys.wrong_type(self.redis, self.key, self.key_type)
+        )
+
+    def _read(self, pipe: Any, wanted: Sequence[tuple[str, str]]) -> tuple[list[Any], Problems]:
+        """Run ``pipe``, one command per (key, Redis type) of ``wanted``, in that order; a key of
+        the wrong type reads as None and is returned among the problems, (key, what is wrong),
+        so a page reading many keys shows the others. A counter (type ``"count"``: a string
+        holding an integer) that does not hold one is a problem too."""
+        replies = self._call(lambda: pipe.execute(raise_on_error=False))
+        problems: Problems = []
+        for i, ((key, kind), reply) in enumerate(zip(wanted, replies, strict=True)):
+            if isinstance(reply, redis.exceptions.ResponseError) and bad_keys.is_wrong_type(reply):
+                redis_type = "string" if kind == "count" else kind
+                problem = self._call(partial(bad_keys.wrong_type, self.redis, key, redis_type))
+                problems.append((key, problem or str(reply)))
+                replies[i] = None
+            elif isinstance(reply, Exception):
+                raise reply
+            elif kind == "count" and (problem := bad_keys.not_a_count(reply)):
+                problems.append((key, problem))
+                replies[i] = None
+        return replies, problems
 
     def _context(self) -> dict[str, Any]:
         """Keyword arguments that build a sibling object on the same settings and client."""

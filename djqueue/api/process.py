@@ -18,7 +18,7 @@ import redis
 
 from ..config import Settings
 from ..payload import to_seconds
-from .base import ApiObject, integer, text
+from .base import ApiObject, Problems, integer, text
 
 #: The fields of the process hash, besides ``info``, that a process listing shows.
 FIELDS = ("info", "busy", "beat", "quiet", "rss", "rtt_us", "concurrency")
@@ -129,6 +129,9 @@ class ProcessSet(ApiObject):
         redis_client: redis.Redis | None = None,
     ) -> None:
         super().__init__(settings, redis_client)
+        self.key, self.key_type = self.keys.processes, "set"
+        #: Identity hashes the last `processes` could not read: (key, what is wrong).
+        self.problems: Problems = []
         if clean:
             self.cleanup(force=False)
 
@@ -149,16 +152,16 @@ class ProcessSet(ApiObject):
         if not identities:
             return []
 
-        def fetch() -> list[Any]:
-            pipe = self.redis.pipeline(transaction=False)
-            for identity in identities:
-                pipe.hmget(self.keys.process(identity), FIELDS)
-            return pipe.execute()
-
+        pipe = self.redis.pipeline(transaction=False)
+        for identity in identities:
+            pipe.hmget(self.keys.process(identity), FIELDS)
+        replies, self.problems = self._read(
+            pipe, [(self.keys.process(identity), "hash") for identity in identities]
+        )
         result = []
-        for identity, values in zip(identities, self._call(fetch), strict=False):
-            fields = dict(zip(FIELDS, values, strict=False))
-            if fields["info"] is None:  # stopped between the listing and now
+        for identity, values in zip(identities, replies, strict=False):
+            fields = dict(zip(FIELDS, values or (None,) * len(FIELDS), strict=False))
+            if fields["info"] is None:  # stopped between the listing and now (or unreadable)
                 continue
             try:
                 info = json.loads(text(fields["info"]))

@@ -9,13 +9,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from functools import partial
-from typing import Any
 
 import redis
 
 from ..config import Settings
+from ..errors import BadKey
 from ..store.listing import Filter, next_matches, read_page, scan_page
-from .base import ApiObject, text
+from .base import ApiObject, integer, text
 from .listing import Listing
 from .record import JobRecord
 
@@ -32,6 +32,7 @@ class Queue(ApiObject):
         super().__init__(settings, redis_client)
         self.name = name
         self.key = self.keys.queue(name)
+        self.key_type = "list"
 
     def __repr__(self) -> str:
         return f"<Queue {self.name}>"
@@ -47,36 +48,39 @@ class Queue(ApiObject):
         cls, settings: Settings | None = None, redis_client: redis.Redis | None = None
     ) -> list[Queue]:
         """Every queue named in the ``queues`` set, sorted by name."""
-        probe = ApiObject(settings, redis_client)
+        probe = ApiObject.of_key("queues", "set", settings, redis_client)
         names = probe._call(lambda: probe.redis.smembers(probe.keys.queues))
         return [cls(name, **probe._context()) for name in sorted(text(n) for n in names)]
 
     @classmethod
     def summary(
         cls, settings: Settings | None = None, redis_client: redis.Redis | None = None
-    ) -> list[tuple[str, int, float]]:
-        """``(name, size, latency)`` of every queue, read in two round trips (the listing, then
-        every queue's length and oldest job pipelined), for a page listing many queues."""
-        probe = ApiObject(settings, redis_client)
+    ) -> list[tuple[str, int, float, str]]:
+        """``(name, size, latency, problem)`` of every queue, read in two round trips (the
+        listing, then every queue's length and oldest job pipelined), for a page listing many
+        queues. ``problem`` is empty, or says what is wrong with a queue whose key is not a
+        list (`djqueue.errors.BadKey`'s message; the queue counts as empty)."""
+        probe = ApiObject.of_key("queues", "set", settings, redis_client)
         members = probe._call(lambda: probe.redis.smembers(probe.keys.queues))
         names = sorted(text(n) for n in members)
         if not names:
             return []
 
-        def fetch() -> list[Any]:
-            pipe = probe.redis.pipeline(transaction=False)
-            for name in names:
-                pipe.llen(probe.keys.queue(name))
-                pipe.lindex(probe.keys.queue(name), -1)
-            return pipe.execute()
-
-        replies = probe._call(fetch)
+        pipe = probe.redis.pipeline(transaction=False)
+        wanted: list[tuple[str, str]] = []
+        for name in names:
+            pipe.llen(probe.keys.queue(name))
+            pipe.lindex(probe.keys.queue(name), -1)
+            wanted += [(probe.keys.queue(name), "list")] * 2
+        replies, problems = probe._read(pipe, wanted)
+        bad = {key: str(BadKey(key, what)) for key, what in problems}
         now = time.time()
         found = []
         for n, name in enumerate(names):
             size, oldest = replies[2 * n], replies[2 * n + 1]
             enqueued = JobRecord(oldest).enqueued_at if oldest is not None else None
-            found.append((name, int(size), max(0.0, now - enqueued) if enqueued else 0.0))
+            latency = max(0.0, now - enqueued) if enqueued else 0.0
+            found.append((name, integer(size), latency, bad.get(probe.keys.queue(name), "")))
         return found
 
     @property

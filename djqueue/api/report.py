@@ -38,17 +38,20 @@ def stats(settings: Settings | None = None, outbox: OutboxStats | None = None) -
         if seen is not None:
             found, age = seen
             rows.append(("outbox", f"{found.size} (oldest {found.age_text}; relay {age:.0f}s ago)"))
+    rows += [("bad key", f"{key} {what} (counted as 0)") for key, what in figures.problems]
     return "\n".join(f"{label:<10} {value}" for label, value in rows)
 
 
 def queues(settings: Settings | None = None) -> str:
-    """Every queue of `Queue.all` with its size and latency, one per line."""
-    found = Queue.all(settings=settings)
+    """Every queue of `Queue.summary` with its size and latency, one per line (and what is
+    wrong with a queue whose key is not a list)."""
+    found = Queue.summary(settings=settings)
     if not found:
         return "no queues"
-    width = max(5, *(len(q.name) for q in found))
+    width = max(5, *(len(name) for name, *_ in found))
     lines = [f"{'queue':<{width}}  {'size':>8}  {'latency':>10}"]
-    lines += [f"{q.name:<{width}}  {q.size:>8}  {q.latency:>9.1f}s" for q in found]
+    for name, size, latency, problem in found:
+        lines.append(f"{name:<{width}}  {size:>8}  {latency:>9.1f}s  {problem}".rstrip())
     return "\n".join(lines)
 
 

@@ -50,6 +50,7 @@ class SortedSet(ApiObject):
         super().__init__(settings, redis_client)
         self.name = self.kind
         self.key: str = getattr(self.keys, self.kind)
+        self.key_type = "zset"
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.key}>"

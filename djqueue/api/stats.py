@@ -14,7 +14,8 @@ from typing import Any
 import redis
 
 from ..config import Settings
-from .base import ApiObject, integer, text
+from ..store import bad_keys
+from .base import ApiObject, Problems, integer, text
 from .record import JobRecord
 
 
@@ -34,6 +35,9 @@ class Stats(ApiObject):
 
     def _fetch(self) -> dict[str, Any]:
         k = self.keys
+        wanted = [(k.processed, "count"), (k.failed, "count"), (k.schedule, "zset")]
+        wanted += [(k.retry, "zset"), (k.dead, "zset"), (k.processes, "set"), (k.queues, "set")]
+        wanted.append((k.queue(self.settings.default_queue), "list"))
         pipe = self.redis.pipeline(transaction=False)
         pipe.get(k.processed)
         pipe.get(k.failed)
@@ -43,16 +47,19 @@ class Stats(ApiObject):
         pipe.smembers(k.processes)
         pipe.smembers(k.queues)
         pipe.lindex(k.queue(self.settings.default_queue), -1)
-        processed, failed, scheduled, retries, dead, procs, queues, oldest = pipe.execute()
-        procs = sorted(text(p) for p in procs)
-        queues = sorted(text(q) for q in queues)
+        replies, problems = self._read(pipe, wanted)
+        processed, failed, scheduled, retries, dead, procs, queues, oldest = replies
+        procs = sorted(text(p) for p in procs or ())
+        queues = sorted(text(q) for q in queues or ())
         pipe = self.redis.pipeline(transaction=False)
+        wanted = [(k.process(identity), "hash") for identity in procs]
+        wanted += [(k.queue(name), "list") for name in queues]
         for identity in procs:
             pipe.hget(k.process(identity), "busy")
         for name in queues:
             pipe.llen(k.queue(name))
-        replies = pipe.execute() if procs or queues else []
-        lengths = dict(zip(queues, (int(n) for n in replies[len(procs) :]), strict=False))
+        replies, more = self._read(pipe, wanted) if wanted else ([], [])
+        lengths = dict(zip(queues, (integer(n) for n in replies[len(procs) :]), strict=False))
         latency = 0.0
         if oldest is not None:
             enqueued = JobRecord(oldest).enqueued_at
@@ -60,15 +67,22 @@ class Stats(ApiObject):
         return {
             "processed": integer(processed),
             "failed": integer(failed),
-            "scheduled_size": int(scheduled),
-            "retry_size": int(retries),
-            "dead_size": int(dead),
+            "scheduled_size": integer(scheduled),
+            "retry_size": integer(retries),
+            "dead_size": integer(dead),
             "processes_size": len(procs),
             "busy": sum(integer(b) for b in replies[: len(procs)]),
             "enqueued": sum(lengths.values()),
             "queues": lengths,
             "default_queue_latency": latency,
+            "problems": problems + more,
         }
+
+    @property
+    def problems(self) -> Problems:
+        """The keys these figures could not read: (key, what is wrong with it); each counts
+        as 0 (`djqueue.web` shows them on the dashboard)."""
+        return list(self._load()["problems"])
 
     @property
     def processed(self) -> int:
@@ -150,10 +164,15 @@ class History(ApiObject):
         self.dates = [(first - dt.timedelta(days=n)).isoformat() for n in range(days)]
         self._processed: dict[str, int] | None = None
         self._failed: dict[str, int] | None = None
+        #: Daily counters read so far that do not hold a number (each counts as 0).
+        self.problems: Problems = []
 
     def _counts(self, stat: str) -> dict[str, int]:
         keys = [self.keys.daily(stat, day) for day in self.dates]
         values = self._call(lambda: self.redis.mget(keys))
+        for key, value in zip(keys, values, strict=True):
+            if problem := bad_keys.not_a_count(value):
+                self.problems.append((key, problem))
         return {day: integer(value) for day, value in zip(self.dates, values, strict=False)}
 
     @property

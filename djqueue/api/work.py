@@ -12,8 +12,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import redis
+
+from ..config import Settings
 from ..payload import to_seconds
-from .base import ApiObject, integer, text
+from .base import ApiObject, Problems, integer, text
 from .record import JobRecord
 
 
@@ -43,6 +46,14 @@ class Work:
 class WorkSet(ApiObject):
     """Every running job, oldest start first."""
 
+    def __init__(
+        self, settings: Settings | None = None, redis_client: redis.Redis | None = None
+    ) -> None:
+        super().__init__(settings, redis_client)
+        self.key, self.key_type = self.keys.processes, "set"
+        #: Work hashes the last `work` could not read: (key, what is wrong).
+        self.problems: Problems = []
+
     def __iter__(self) -> Iterator[Work]:
         return iter(self.work())
 
@@ -53,21 +64,21 @@ class WorkSet(ApiObject):
         if not identities:
             return []
 
-        def fetch() -> list[Any]:
-            pipe = self.redis.pipeline(transaction=False)
-            for identity in identities:
-                pipe.exists(self.keys.process(identity))
-                pipe.hgetall(self.keys.work(identity))
-                pipe.hgetall(self.keys.workers(identity))
-            return pipe.execute()
-
-        replies = self._call(fetch)
+        pipe = self.redis.pipeline(transaction=False)
+        wanted: list[tuple[str, str]] = []
+        for identity in identities:
+            pipe.exists(self.keys.process(identity))
+            pipe.hgetall(self.keys.work(identity))
+            pipe.hgetall(self.keys.workers(identity))
+            wanted += ((self.keys.process(identity), ""), (self.keys.work(identity), "hash"))
+            wanted.append((self.keys.workers(identity), "hash"))
+        replies, self.problems = self._read(pipe, wanted)
         found = []
         for n, identity in enumerate(identities):
             alive, work, workers = replies[3 * n : 3 * n + 3]
             if not alive:
                 continue
-            for thread_id, raw in (work or workers).items():
+            for thread_id, raw in (work or workers or {}).items():
                 try:
                     data = json.loads(text(raw))
                 except ValueError:

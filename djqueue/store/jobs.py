@@ -17,7 +17,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import redis
+import redis.exceptions
 
+from . import bad_keys
 from .keys import Keys
 from .scripts import (
     BURY,
@@ -110,15 +112,27 @@ class JobStore:
             keys.append(self.keys.queue(queue))
             args += (member, queue, json)
         args.append(self.keys.status_prefix)
-        moved, stuck = MOVE_TO_QUEUE(self.redis, keys, args)
+        moved, stuck, found = MOVE_TO_QUEUE(self.redis, keys, args)
+        bad_keys.report(bad_keys.pairs(found), [self.keys.queues])
         return Moved(int(moved), int(stuck))
 
     def earliest(self, sources: Sequence[str]) -> list[float | None]:
-        """The lowest score of each sorted set (None when empty), in one round trip."""
+        """The lowest score of each sorted set (None when empty), in one round trip. A key
+        that is not a sorted set reads as empty (logged once by name), so the others move."""
         pipe = self.redis.pipeline(transaction=False)
         for key in sources:
             pipe.zrange(key, 0, 0, withscores=True)
-        return [head[0][1] if head else None for head in pipe.execute()]
+        found: list[float | None] = []
+        bad: list[tuple[str, str]] = []
+        for key, head in zip(sources, pipe.execute(raise_on_error=False), strict=True):
+            if isinstance(head, redis.exceptions.ResponseError):
+                if not bad_keys.is_wrong_type(head):
+                    raise head
+                bad.append(bad_keys.met(self.redis, key, "zset", "skipped: none of its jobs move"))
+                head = None
+            found.append(head[0][1] if head else None)
+        bad_keys.report(bad, sources)
+        return found
 
     def due(self, source: str, now: float, limit: int, skip: int = 0) -> list[bytes]:
         """Up to ``limit`` members of ``source`` whose score is ``now`` or earlier, after the
@@ -128,14 +142,14 @@ class JobStore:
 
     # -- failure -----------------------------------------------------------------------------
 
-    def retry_later(self, working: str, stored: Member, json: str, at: float) -> bool:
+    def retry_later(self, working: str, stored: Member, json: str, at: float) -> bool | None:
         """A failed job from its working list to ``retry`` at ``at``; False when it had left
-        the working list already (pushed back meanwhile, or this call is a second try)."""
-        return bool(
-            RETRY_LATER(
-                self.redis, [self.keys.retry, working], [stored, json, at, self.keys.status_prefix]
-            )
-        )
+        the working list already (pushed back meanwhile, or this call is a second try); None
+        when ``retry`` is not a sorted set (nothing done; logged once by name)."""
+        args = [stored, json, at, self.keys.status_prefix]
+        done, found = RETRY_LATER(self.redis, [self.keys.retry, working], args)
+        bad_keys.report(bad_keys.pairs(found), [self.keys.retry])
+        return None if int(done) < 0 else bool(done)
 
     def bury(
         self,
@@ -169,7 +183,9 @@ class JobStore:
             args += (stored, json)
         args.append(self.keys.status_prefix)
         keys = [self.keys.dead, source or self.keys.dead]
-        return int(BURY(self.redis, keys, args))
+        buried, found = BURY(self.redis, keys, args)
+        bad_keys.report(bad_keys.pairs(found), [self.keys.dead])
+        return int(buried)
 
     # -- deleting ----------------------------------------------------------------------------
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import redis
+import redis.exceptions
 
+from . import bad_keys
 from .keys import DAILY_STATS_TTL, PROCESS_CLEANUP_TTL, PROCESS_TTL, SIGNAL_TTL, Keys
 from .replies import text
-from .scripts import BEAT
+from .scripts import BEAT, LEAVE
 
 #: The signals a process obeys: quiet, stop, dump its threads' stacks.
 SIGNALS = ("TSTP", "TERM", "TTIN")
@@ -47,25 +50,21 @@ class ProcessStore:
         Returns (the signal popped or None, the identities in ``working_lists``: the djqueue
         processes of the cluster, which the poller takes turns with, whether the identity hash
         was missing: a first beat, or Redis lost what it held)."""
-        k = self.keys
-        day = time.strftime("%Y-%m-%d", time.gmtime())
-        keys = [
-            k.processed,
-            k.failed,
-            k.daily("processed", day),
-            k.daily("failed", day),
-            k.work(identity),
-            k.workers(identity),
-            k.processes,
-            k.process(identity),
-            k.working_lists,
-            k.signals(identity),
-        ]
         args: list[Any] = [processed, failed, DAILY_STATS_TTL, PROCESS_TTL, identity]
         args += (queue_names, len(fields))
         for pair in (*fields.items(), *work.items()):
             args += pair
-        signal, peers, renewed = BEAT(self.redis, keys, args)
+        k = self.keys
+        keys = [*self._counters(), k.work(identity), k.workers(identity), k.processes]
+        keys += (k.process(identity), k.working_lists, k.signals(identity))
+        signal, peers, renewed, found = BEAT(self.redis, keys, args)
+        checked = [
+            keys[6],
+            keys[8],
+            *(keys[0:4:2] if processed else ()),
+            *(keys[1:4:2] if failed else ()),
+        ]
+        bad_keys.report(bad_keys.pairs(found), checked)
         return text(signal) if signal else None, [text(p) for p in peers], bool(renewed)
 
     def clear(
@@ -75,25 +74,16 @@ class ProcessStore:
         its ``working_lists`` entry when ``drop_index`` is false, so a live process still finds
         jobs that could not be pushed back)."""
         k = self.keys
-        pipe = self.redis.pipeline(transaction=True)
-        self._add_counts(pipe, processed, failed)
-        pipe.srem(k.processes, identity)
-        pipe.unlink(k.process(identity), k.work(identity), k.workers(identity), k.signals(identity))
-        if drop_index:
-            pipe.hdel(k.working_lists, identity)
-        pipe.execute()
+        keys = [*self._counters(), k.processes, k.working_lists, k.process(identity)]
+        keys += (k.work(identity), k.workers(identity), k.signals(identity))
+        args = [processed, failed, DAILY_STATS_TTL, identity, "1" if drop_index else ""]
+        bad_keys.report(bad_keys.pairs(LEAVE(self.redis, keys, args)))
 
-    def _add_counts(self, pipe: Any, processed: int, failed: int) -> None:
-        """Queue the INCRBYs of the lifetime totals and today's (UTC) counters."""
+    def _counters(self) -> list[str]:
+        """The lifetime totals and today's (UTC) counters, as ``stat_counts.lua`` takes them."""
         day = time.strftime("%Y-%m-%d", time.gmtime())
-        for stat, total, count in (
-            ("processed", self.keys.processed, processed),
-            ("failed", self.keys.failed, failed),
-        ):
-            if count:
-                pipe.incrby(total, count)
-                pipe.incrby(self.keys.daily(stat, day), count)
-                pipe.expire(self.keys.daily(stat, day), DAILY_STATS_TTL)
+        k = self.keys
+        return [k.processed, k.failed, k.daily("processed", day), k.daily("failed", day)]
 
     def reset_counters(self, stats: Sequence[str]) -> None:
         """Set lifetime counters (``"processed"``, ``"failed"``) to 0."""
@@ -110,12 +100,18 @@ class ProcessStore:
 
     def heartbeats(self, identities: Sequence[str]) -> list[tuple[str, str] | None]:
         """``(info JSON, beat time)`` of each identity's last heartbeat, None when its hash
-        has expired; one round trip."""
+        has expired, or is not a hash (a live process replaces it at its next beat); one
+        round trip."""
         pipe = self.redis.pipeline(transaction=False)
         for identity in identities:
             pipe.hmget(self.keys.process(identity), ["info", "beat"])
         found: list[tuple[str, str] | None] = []
-        for info, beat in pipe.execute():
+        for reply in pipe.execute(raise_on_error=False):
+            if isinstance(reply, redis.exceptions.ResponseError):
+                if not bad_keys.is_wrong_type(reply):
+                    raise reply
+                reply = (None, None)
+            info, beat = reply
             found.append(None if info is None else (text(info), text(beat or b"")))
         return found
 
@@ -135,8 +131,11 @@ class ProcessStore:
         key). Returns how many were removed."""
         if not force and not self.lock(self.keys.process_cleanup, "1", PROCESS_CLEANUP_TTL):
             return 0
-        members = [text(m) for m in self.redis.smembers(self.keys.processes)]
-        members = [m for m in members if m != keep]
+        read = partial(self.redis.smembers, self.keys.processes)
+        listed: Any = bad_keys.tolerate(
+            self.redis, self.keys.processes, "set", "skipped: no process pruned", read, set()
+        )
+        members = [text(m) for m in listed if text(m) != keep]
         if not members:
             return 0
         dead = [

@@ -6,7 +6,8 @@ command; the script is loaded again when Redis has forgotten it (after a restart
 FLUSH). Each file opens with the KEYS and ARGV it takes.
 
 A line ``--!include NAME`` is replaced by ``lua/NAME.lua`` (Redis runs one text per script, so
-the job-status helpers every transition shares are kept once and pasted in when loaded).
+the job-status helpers every transition shares are kept once and pasted in when loaded); an
+included file may include others, and each is pasted once, where it is first named.
 """
 
 from __future__ import annotations
@@ -25,14 +26,19 @@ def _read(name: str) -> str:
     return resources.files(__package__).joinpath(f"lua/{name}.lua").read_text("utf-8")
 
 
-def _source(name: str) -> str:
+def _pasted(name: str, done: set[str]) -> str:
     lines = []
     for line in _read(name).splitlines(keepends=True):
-        if line.startswith("--!include "):
-            lines.append(_read(line.split()[1]))
-        else:
+        if not line.startswith("--!include "):
             lines.append(line)
-    return "".join(lines).replace("@IN_FLIGHT_TTL@", str(STATUS_IN_FLIGHT_TTL))
+        elif (included := line.split()[1]) not in done:
+            done.add(included)
+            lines.append(_pasted(included, done))
+    return "".join(lines)
+
+
+def _source(name: str) -> str:
+    return _pasted(name, {name}).replace("@IN_FLIGHT_TTL@", str(STATUS_IN_FLIGHT_TTL))
 
 
 class Script:
@@ -82,6 +88,7 @@ FIND_JID = Script("find_jid")
 SCAN = Script("scan")
 DELETE_FROM_QUEUE = Script("delete_from_queue")
 BEAT = Script("beat")
+LEAVE = Script("leave")
 FINISH = Script("finish")
 CANCEL = Script("cancel")
 STARTED = Script("started")

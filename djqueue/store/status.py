@@ -16,6 +16,7 @@ from typing import Any
 
 import redis
 
+from . import bad_keys
 from .jobs import Member
 from .keys import Keys
 from .replies import text
@@ -69,7 +70,9 @@ class StatusStore:
         for field, value in fields.items():
             args += (field, value)
         args.append(self.keys.status_prefix)
-        return bool(FINISH(self.redis, [working], args))
+        found = FINISH(self.redis, [working], args)
+        bad_keys.report(bad_keys.pairs(found[1] if len(found) > 1 else None))
+        return bool(found[0])
 
     def remove(self, source: str, kind: str, member: Member) -> bool:
         """Take a waiting job out of a queue (``kind="list"``) or the schedule or retry set
@@ -85,10 +88,16 @@ class StatusStore:
         return bool(CANCEL(self.redis, [key], [kind, jid, self.keys.status_prefix]))
 
     def cancel_requested(self, jids: Sequence[str]) -> set[str]:
-        """Which of these running jobs were asked to stop: one round trip for all."""
+        """Which of these running jobs were asked to stop: one round trip for all (a status
+        key of the wrong type asks nothing: the job's next transition replaces it)."""
         if not jids:
             return set()
         pipe = self.redis.pipeline(transaction=False)
         for jid in jids:
             pipe.hexists(self.keys.status(jid), "cancel")
-        return {jid for jid, flagged in zip(jids, pipe.execute(), strict=True) if flagged}
+        replies = pipe.execute(raise_on_error=False)
+        for reply in replies:
+            if isinstance(reply, Exception) and not bad_keys.is_wrong_type(reply):
+                raise reply
+        flags = [not isinstance(reply, Exception) and bool(reply) for reply in replies]
+        return {jid for jid, flagged in zip(jids, flags, strict=True) if flagged}

@@ -9,14 +9,18 @@ identity to its queue names, and `requeue_process` pushes a dead one's lists bac
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Protocol
 
 import redis
 import redis.exceptions
 
+from . import bad_keys
 from .keys import RECOVERY_TTL, Keys
+from .replies import text
 from .scripts import REQUEUE_PROCESS, STARTED, TAKE
 
 #: Suffix of a recovered job's field in ``recoveries`` counting its starts next to other
@@ -64,6 +68,8 @@ class WorkingLists:
         self._local = threading.local()
         #: Queues whose key held something other than a list at the last `take` (skipped).
         self.broken: set[str] = set()
+        #: The last `take` met bad keys (`djqueue.store.bad_keys`).
+        self._bad = False
 
     @property
     def index_value(self) -> str:
@@ -105,14 +111,19 @@ class WorkingLists:
         args += (self.keys.status_prefix, self.identity)
         reply = self._call(args)
         names = self.names
-        if reply[1]:
-            self.broken = {names[int(p) - 1] for p in reply[1].split()}
-        elif self.broken:
-            self.broken = set()
         recovered = {int(n) for n in reply[2].split()} if reply[2] else ()
+        if reply[3] or self._bad or self.broken:
+            # A queue stays broken until a call checks it and finds a list (a call that is
+            # served before reaching it does not check it).
+            checked = [int(p) for p in reply[1].split()]
+            fine = {names[p - 1] for p in checked if p > 0}
+            sound = [self.queue_keys[name] for name in self.broken & fine]
+            self.broken = (self.broken - fine) | {names[-p - 1] for p in checked if p < 0}
+            self._bad = bool(reply[3])
+            bad_keys.report(bad_keys.pairs(reply[3]), [self.keys.recoveries, *sound])
         taken = [
-            (names[int(reply[i]) - 1], reply[i + 1], (i - 1) // 2 in recovered)
-            for i in range(3, len(reply), 2)
+            (names[int(reply[i]) - 1], reply[i + 1], (i - 2) // 2 in recovered)
+            for i in range(4, len(reply), 2)
         ]
         return int(reply[0]), taken
 
@@ -153,10 +164,30 @@ class WorkingLists:
             jid = json.loads(raw).get("jid")
         except (ValueError, RecursionError, AttributeError):
             jid = None
-        recovered = isinstance(jid, str) and bool(self.redis.hexists(self.keys.recoveries, jid))
+        recovered = isinstance(jid, str) and self._recovering(jid)
         if b'"retention":' in raw:
-            STARTED(self.redis, [], [raw, self.identity, self.keys.status_prefix])
+            found = STARTED(self.redis, [], [raw, self.identity, self.keys.status_prefix])
+            bad_keys.report(bad_keys.pairs(found))
         return raw, recovered
+
+    def mark_broken(self, name: str) -> None:
+        """Queue ``name``'s key turned out not to be a list outside `take` (a BLMOVE refused
+        it): skipped like the ones `take` finds, and logged once by name."""
+        key = self.queue_keys[name]
+        bad_keys.report(
+            [bad_keys.met(self.redis, key, "list", "skipped: the other queues are served")]
+        )
+        self.broken = self.broken | {name}
+
+    def _recovering(self, jid: str) -> bool:
+        """Whether ``jid`` is entered in ``recoveries``; never, while that key is not a hash."""
+        return bool(self._on_recoveries(lambda: self.redis.hexists(self.keys.recoveries, jid)))
+
+    def _on_recoveries(self, call: Any) -> Any:
+        """``call()``, a command on ``recoveries``; 0 when that key is not a hash (logged once
+        by name, and no job counts as recovered while it is not)."""
+        doing = "skipped: no job counts as recovered"
+        return bad_keys.tolerate(self.redis, self.keys.recoveries, "hash", doing, call, 0)
 
     def cancel_waits(self) -> None:
         """Close the connections of every `block_take` under way (and the pool's idle ones),
@@ -171,7 +202,7 @@ class WorkingLists:
         pipe = self.redis.pipeline(transaction=True)
         pipe.hincrby(self.keys.recoveries, jid if alone else jid + SHARED, 1)
         pipe.expire(self.keys.recoveries, RECOVERY_TTL)
-        return int(pipe.execute()[0])
+        return int(self._on_recoveries(lambda: pipe.execute()[0]))
 
     def shared_starts(self, jid: str) -> int:
         """Starts of a recovered job next to other jobs since its recovery (each before a
@@ -180,7 +211,7 @@ class WorkingLists:
 
     def forget_start(self, jid: str) -> None:
         """The job ran to its end (success or failure) or was buried: no longer a suspect."""
-        self.redis.hdel(self.keys.recoveries, jid, jid + SHARED)
+        self._on_recoveries(lambda: self.redis.hdel(self.keys.recoveries, jid, jid + SHARED))
 
     def requeue_all(self, drop_index: bool = True) -> int:
         """Push every job in these lists back to the front of its queue."""
@@ -230,18 +261,39 @@ def requeue_process(
         keys.status_prefix,
     ]
     redis_keys = [lists.working_lists, keys.queues, keys.recoveries, *pairs]
-    return int(REQUEUE_PROCESS(redis_client, redis_keys, args))
+    moved, found = REQUEUE_PROCESS(redis_client, redis_keys, args)
+    bad_keys.report(bad_keys.pairs(found))
+    return int(moved)
 
 
 def working_index(redis_client: redis.Redis, keys: Keys) -> dict[str, list[str]]:
-    """``working_lists``: identity -> its queue names (an unreadable entry reads as none).
-    ``keys.earlier`` reads layout 1's index: the processes of an earlier version."""
+    """``working_lists``: identity -> its queue names. An entry that is not a JSON list of
+    names is read from the working lists' own key names instead (a SCAN, for that entry
+    only), so a dead process's jobs are still found; a ``working_lists`` that is not a hash
+    reads as empty. Both are logged once by name. ``keys.earlier`` reads layout 1's index: the
+    processes of an earlier version."""
+    doing = "skipped: dead processes' jobs wait"
+    read = partial(redis_client.hgetall, keys.working_lists)
+    entries: Any = bad_keys.tolerate(redis_client, keys.working_lists, "hash", doing, read, {})
     found: dict[str, list[str]] = {}
-    for identity, value in redis_client.hgetall(keys.working_lists).items():
-        ident = identity.decode() if isinstance(identity, bytes) else str(identity)
+    bad: list[tuple[str, str]] = []
+    for identity, value in entries.items():
+        ident = text(identity)
         try:
             names = json.loads(value)
         except (ValueError, TypeError):
-            names = []
-        found[ident] = [str(n) for n in names] if isinstance(names, list) else []
+            names = None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            names = _listed(redis_client, keys, ident)
+            what = f"holds {bad_keys.quoted(text(value))}, not a JSON list of queue names"
+            bad.append((f"{keys.working_lists}[{ident}]", f"{what}; its lists are found by name"))
+        found[ident] = names
+    bad_keys.report(bad, [f"{keys.working_lists}[{ident}]" for ident in found])
     return found
+
+
+def _listed(redis_client: redis.Redis, keys: Keys, identity: str) -> list[str]:
+    """The queue names of ``identity``'s working lists, from their key names."""
+    prefix = keys.working(identity, "")
+    pattern = re.sub(r"([*?\[\]\\])", r"\\\1", prefix) + "*"
+    return sorted({text(key)[len(prefix) :] for key in redis_client.scan_iter(pattern, 1000)})

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..api import Process, ProcessSet, WorkSet
 from ..config import Settings, get_settings
 from . import display
+from .problems import problem
 
 
 @dataclass
@@ -53,6 +54,8 @@ class BusyPage:
     threads: int
     busy: int
     rss: str
+    #: The process and work hashes that could not be read, one line each.
+    problems: list[str]
 
 
 #: The signals the page may send, by action name, with their past tense.
@@ -60,7 +63,9 @@ SIGNALS = {"quiet": ("TSTP", "Quieted"), "stop": ("TERM", "Asked to stop")}
 
 
 def busy_page(settings: Settings | None = None) -> BusyPage:
-    processes = ProcessSet(settings=settings).processes()
+    listing = ProcessSet(settings=settings)
+    processes = listing.processes()
+    works = WorkSet(settings=settings)
     now = time.time()
     show_args = (settings or get_settings()).web_show_args
     rows = [_process_row(p, now) for p in processes]
@@ -75,7 +80,7 @@ def busy_page(settings: Settings | None = None) -> BusyPage:
             started=display.relative(w.run_at, now),
             started_exact=display.timestamp(w.run_at),
         )
-        for w in WorkSet(settings=settings).work()
+        for w in works.work()
     ]
     return BusyPage(
         processes=rows,
@@ -83,6 +88,7 @@ def busy_page(settings: Settings | None = None) -> BusyPage:
         threads=sum(p.concurrency for p in processes),
         busy=sum(p.busy for p in processes),
         rss=display.kilobytes(sum(p.rss for p in processes)),
+        problems=[problem(key, what) for key, what in listing.problems + works.problems],
     )
 
 

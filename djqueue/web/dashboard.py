@@ -20,6 +20,7 @@ from ..config import Settings
 from ..outbox import OutboxStats
 from . import display
 from .chart import history_svg
+from .problems import problem
 
 #: Days of history the chart shows.
 HISTORY_DAYS = 30
@@ -52,6 +53,8 @@ class Dashboard:
     failed: list[int]
     chart: str
     redis: list[tuple[str, str]]
+    #: The keys the figures could not read, one line each (`djqueue.web.problems`).
+    problems: list[str]
 
     def linked(self, url: Callable[[str], str]) -> list[tuple[Figure, str]]:
         """Each figure with the URL of its page (``url("retries")``...), or "" for none."""
@@ -99,6 +102,7 @@ def dashboard(
         failed=failed,
         chart=history_svg(dates, processed, failed),
         redis=RedisInfo(settings=settings).fields(),
+        problems=[problem(key, what) for key, what in stats.problems + history.problems],
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .. import connection, lifecycle
 from ..config import Settings, get_settings
+from ..errors import BadKey
 from . import display
 from .job import Field, time_field
 
@@ -28,6 +29,8 @@ class StatusPage:
     fields: list[Field]
     #: The arguments as pushed, as the job pages show them ("" when unknown).
     args: str
+    #: What is wrong with the status hash, one line each (`djqueue.lifecycle.JobStatus`).
+    problems: tuple[str, ...] = ()
 
 
 def lifecycle_fields(st: lifecycle.JobStatus) -> list[Field]:
@@ -61,7 +64,11 @@ def job_lifecycle(jid: str, settings: Settings | None = None) -> list[Field]:
     if not jid:
         return []
     with connection.translate_errors(settings or get_settings()):
-        return lifecycle_fields(lifecycle.status(jid, settings))
+        try:
+            st = lifecycle.status(jid, settings)
+        except BadKey as exc:  # the job is shown all the same; only its status is unreadable
+            return [Field("Status", str(exc))]
+    return lifecycle_fields(st) + [Field("Status", line) for line in st.problems]
 
 
 def status_page(jid: str, settings: Settings | None = None) -> StatusPage:
@@ -77,4 +84,5 @@ def status_page(jid: str, settings: Settings | None = None) -> StatusPage:
         job_name=st.job_class or "",
         fields=lifecycle_fields(st),
         args=display.args_text(args, show, limit=None) if args is not None else "",
+        problems=st.problems,
     )

@@ -14,6 +14,8 @@ class QueueRow:
     name: str
     size: int
     latency: float
+    #: What is wrong with the queue's key (not a list), or empty.
+    problem: str = ""
 
     @property
     def size_text(self) -> str:

@@ -19,7 +19,6 @@ import redis
 import redis.exceptions
 
 from ..store import Keys, WorkingLists
-from .log import logger
 
 
 class Unit:
@@ -83,24 +82,9 @@ class Fetcher:
         to the front of their queues, then take up to ``count`` jobs in this fetch's order."""
         if not (count or acks or back):
             return []
-        known = self.lists.broken
         taken = self.lists.take(count, None if self.strict else self.order(), acks, back)
-        if self.lists.broken != known:
-            self._report(known, self.lists.broken)
         working = self.working
         return [Unit(name, raw, working[name], recovered) for name, raw, recovered in taken]
-
-    def _report(self, before: set[str], now: set[str]) -> None:
-        """One line when a queue's key turns out not to be a list, one when it is again."""
-        for name in sorted(now - before):
-            logger.error(
-                "queue %s skipped: its key %s is not a list; the other queues are served "
-                "(delete or fix the key)",
-                name,
-                self.lists.queue_keys[name],
-            )
-        for name in sorted(before - now):
-            logger.info("queue %s is a list again; serving it", name)
 
     def block(self) -> Unit | None:
         """Wait up to ``block_timeout`` for a job on the queue fewest idle processors watch."""
@@ -120,9 +104,7 @@ class Fetcher:
         except redis.exceptions.ResponseError as exc:
             if not str(exc).startswith("WRONGTYPE"):
                 raise
-            known = set(self.lists.broken)
-            self.lists.broken = known | {name}
-            self._report(known, self.lists.broken)
+            self.lists.mark_broken(name)
             return None
         finally:
             with self._lock:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import registry, retry, signals
 from ..config import Settings
@@ -25,6 +25,9 @@ from .log import logger
 #: Exceptions from a job that count as the job's failure. ``SystemExit`` is included: a job
 #: calling ``sys.exit()`` failed, it does not get to end the processor thread.
 JOB_ERRORS = (Exception, SystemExit)
+
+
+T = TypeVar("T")
 
 
 class JobRetry:
@@ -79,8 +82,14 @@ class JobRetry:
         elif isinstance(delay, float):
             at = now + delay
             member = dumps(payload)
-            self._write(lambda: self.jobs.retry_later(unit.working, unit.raw, member, at))
-            if signals.job_retry_scheduled.receivers:
+            if (
+                self._write(lambda: self.jobs.retry_later(unit.working, unit.raw, member, at))
+                is None
+            ):
+                # The retry set's key holds another type (logged by the store): the job is
+                # buried rather than lost or run again and again.
+                self._write(lambda: self.jobs.bury([(unit.raw, member)], now, unit.working, "list"))
+            elif signals.job_retry_scheduled.receivers:
                 signals.job_retry_scheduled.send(name, payload=payload, exception=exc, retry_at=at)
         else:
             self.exhausted(unit, payload, definition, exc, now)
@@ -166,8 +175,8 @@ class JobRetry:
         else:
             self.fetcher.fetch(0, acks=[unit])
 
-    def _write(self, write: Callable[[], Any]) -> None:
+    def _write(self, write: Callable[[], T]) -> T:
         """Run the store's transition until it gets through Redis. Each one takes the job out
         of the working list only if it is still there, so a second try after a reply lost to a
         dropped connection does nothing twice."""
-        keep_trying(write, "recording a failed job", self.stop)
+        return keep_trying(write, "recording a failed job", self.stop)

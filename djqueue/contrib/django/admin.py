@@ -22,7 +22,7 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path
 
-from djqueue.errors import RedisUnavailable
+from djqueue.errors import BadKey, RedisUnavailable
 
 from . import models, views
 
@@ -86,6 +86,8 @@ class PageAdmin(admin.ModelAdmin):
                 return view(request, *args, **kwargs)
             except RedisUnavailable as exc:
                 return views.unavailable(self, request, exc)
+            except BadKey as exc:
+                return views.bad_key(self, request, exc)
 
         return answer
 

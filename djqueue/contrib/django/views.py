@@ -24,7 +24,7 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from djqueue.errors import RedisUnavailable
+from djqueue.errors import BadKey, RedisUnavailable
 from djqueue.outbox import OutboxStats
 from djqueue.web import assets, forms
 from djqueue.web import busy as web_busy
@@ -36,6 +36,7 @@ from djqueue.web.dashboard import dashboard as read_dashboard
 from djqueue.web.job import job_page
 from djqueue.web.lifecycle import status_page
 from djqueue.web.lists import job_list as read_list
+from djqueue.web.problems import bad_key_page
 from djqueue.web.query import ListQuery
 
 if TYPE_CHECKING:
@@ -93,6 +94,12 @@ def unavailable(page: PageAdmin, request: HttpRequest, error: RedisUnavailable) 
     return render(
         page, request, "unavailable.html", "Redis is unavailable", error=error, status=503
     )
+
+
+def bad_key(page: PageAdmin, request: HttpRequest, error: BadKey) -> HttpResponse:
+    """What a page answers when the key it shows holds the wrong type: its name, its type."""
+    found = bad_key_page(error)
+    return render(page, request, "bad_key.html", found.title, found=found)
 
 
 # -- dashboard --------------------------------------------------------------------------------

@@ -8,8 +8,10 @@
 -- (now - dead_timeout); ARGV[4] = the most jobs the set keeps.
 -- Then pairs (the member as stored in KEYS[2], the JSON to bury), then the status key prefix
 -- (a tracked job's status becomes 'dead', with its error, and keeps it for its retention).
--- Returns how many were buried. With no pairs, the call only trims the set. A tracked job
--- asked to stop while it ran leaves its working list without being buried: it ends cancelled.
+-- Returns {how many were buried, the bad keys met}. With no pairs, the call only trims the
+-- set. A dead key that is not a sorted set buries nothing: the jobs stay where they are (a
+-- ZADD failing after their removal would lose them). A tracked job asked to stop while it ran
+-- leaves its working list without being buried: it ends cancelled.
 --
 -- A job is buried only if this call removed it from its source, so two callers racing (two
 -- admins, an admin and the poller, a retried call whose first reply was lost) bury it once.
@@ -19,6 +21,9 @@
 local status_prefix = table.remove(ARGV)
 local kind, now = ARGV[1], ARGV[2]
 local buried = 0
+if not key_is(KEYS[1], 'zset', 'skipped: jobs to bury stay where they are') then
+  return {0, bad_keys}
+end
 for i = 5, #ARGV, 2 do
   local removed = 1
   if kind == 'list' then
@@ -43,4 +48,4 @@ if buried > 0 or #ARGV == 4 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[4]) + 1))
 end
-return buried
+return {buried, bad_keys}

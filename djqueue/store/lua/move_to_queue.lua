@@ -5,7 +5,9 @@
 -- KEYS[1] = the sorted set, KEYS[2] = the queues set, KEYS[2 + n] = the queue of entry n.
 -- ARGV = for each entry n: the member as stored, the queue's name, the job JSON to push.
 -- Then the status key prefix (a tracked job's status becomes 'pending').
--- Returns {how many entries were moved, how many stayed because their queue key is not a list}.
+-- Returns {how many entries were moved, how many stayed because their queue key is not a list,
+-- the bad keys met (bad_keys.lua)}. A queues key that is not a set is not written (the jobs
+-- still move: a SADD failing after the ZREM would lose the job).
 --
 -- ZREM decides: an entry that is no longer in the set (another caller moved it first) is not
 -- pushed, so two pollers, two admins, or an admin and the poller never push one job twice,
@@ -19,6 +21,7 @@ end
 --!include status
 local status_prefix = table.remove(ARGV)
 local moved, stuck = 0, 0
+local listing = key_is(KEYS[2], 'set', 'skipped: queues are not listed there')
 for n = 1, #ARGV / 3 do
   local member, queue, job = ARGV[3 * n - 2], ARGV[3 * n - 1], ARGV[3 * n]
   -- A queue key that is not a list keeps its entry in the set (Lua would not roll back a
@@ -28,7 +31,9 @@ for n = 1, #ARGV / 3 do
       stuck = stuck + 1
     end
   elseif redis.call('ZREM', KEYS[1], member) == 1 then
-    redis.call('SADD', KEYS[2], queue)
+    if listing then
+      redis.call('SADD', KEYS[2], queue)
+    end
     redis.call('LPUSH', KEYS[2 + n], job)
     local tracked = status_job(job)
     if tracked then
@@ -39,4 +44,4 @@ for n = 1, #ARGV / 3 do
     moved = moved + 1
   end
 end
-return {moved, stuck}
+return {moved, stuck, bad_keys}

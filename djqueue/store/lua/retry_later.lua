@@ -6,12 +6,17 @@
 -- recorded, ARGV[3] = when to try again (epoch seconds), ARGV[4] = the status key prefix (a
 -- tracked job's status becomes 'retry', with its error and the time of the next try).
 -- A tracked job whose status carries a cancel request ends 'cancelled' instead of retrying.
--- Returns 1, or 0 when the job was no longer in the working list: it was pushed back to its
--- queue meanwhile (and runs again from there), or this is a second try of a call whose reply
--- was lost. Either way the job is in exactly one place.
+-- Returns {1}, or {0} when the job was no longer in the working list: it was pushed back to
+-- its queue meanwhile (and runs again from there), or this is a second try of a call whose
+-- reply was lost. Either way the job is in exactly one place. {-1, bad keys} when the retry
+-- key is not a sorted set: nothing is done (the caller buries the job instead), since a
+-- ZADD failing after the LREM would lose it.
 
 --!include status
 local status_prefix = table.remove(ARGV)
+if not key_is(KEYS[1], 'zset', 'skipped: failed jobs go to the dead set') then
+  return {-1, bad_keys}
+end
 if redis.call('LREM', KEYS[2], 1, ARGV[1]) == 1 then
   local job = status_job(ARGV[2])
   -- A tracked job asked to stop (djqueue.cancel while it ran) is not retried, even when it
@@ -19,13 +24,13 @@ if redis.call('LREM', KEYS[2], 1, ARGV[1]) == 1 then
   if job and status_stop_asked(status_prefix, job) then
     status_finished(status_prefix, job, 'cancelled', 'error_class', status_text(job['error_class']),
       'error_message', status_text(job['error_message']))
-    return 1
+    return {1, bad_keys}
   end
   redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
   if job then
     status_failed(status_prefix, job, 'retry', tonumber(ARGV[3]) - tonumber(redis.call('TIME')[1]),
       'retry_at', ARGV[3])
   end
-  return 1
+  return {1, bad_keys}
 end
-return 0
+return {0, bad_keys}

@@ -5,10 +5,11 @@
 -- back.
 --
 -- ARGV[1] = the job JSON, ARGV[2] = the process identity, ARGV[3] = the status key prefix.
+-- Returns the bad keys met (bad_keys.lua).
 --!include status
 local status_prefix = table.remove(ARGV)
 local job = status_job(ARGV[1])
 if job then
   status_started(status_prefix, job, ARGV[2])
 end
-return 0
+return bad_keys

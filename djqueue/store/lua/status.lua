@@ -6,6 +6,11 @@
 -- pushed when it finishes, which result() waiters block on. Each script receives PREFIX as
 -- its last ARGV and pops it (table.remove), so the rest of its arguments keep their places.
 -- Times are Redis's (TIME), as the heartbeat's are: hosts' clocks may differ.
+-- A status key of another type, or an `attempts` that is not an integer, is this job's own
+-- entry gone bad: it is repaired (replaced, counted again) and noted in `bad_keys`, so the job
+-- still moves; an error there would come after the move and cycle the job for ever.
+
+--!include bad_keys
 
 local STATUS_IN_FLIGHT = @IN_FLIGHT_TTL@
 
@@ -26,6 +31,25 @@ local function status_job(job)
   return nil
 end
 
+-- The job's status key, a hash or nothing: a key of another type there is replaced.
+local function status_key(prefix, job)
+  local key = prefix .. job['jid']
+  if not key_is(key, 'hash', 'replaced') then
+    redis.call('UNLINK', key)
+  end
+  return key
+end
+
+-- Add BY to the job's attempts; a count that is not an integer starts again from 0.
+local function status_attempt(key, by)
+  local attempts = redis.call('HGET', key, 'attempts')
+  if not is_count(attempts) then
+    bad_key(key, 'has attempts ' .. quoted(attempts) .. ', not an integer; counted again from 0')
+    redis.call('HSET', key, 'attempts', 0)
+  end
+  redis.call('HINCRBY', key, 'attempts', by)
+end
+
 local function status_now()
   local now = redis.call('TIME')
   return string.format('%d.%06d', now[1], now[2])
@@ -34,7 +58,7 @@ end
 -- A state on the way (scheduled, pending, active, retry): the hash lives STATUS_IN_FLIGHT
 -- seconds plus `wait` (until a scheduled or retried job is due); an old result is dropped.
 local function status_moving(prefix, job, state, wait, ...)
-  local key = prefix .. job['jid']
+  local key = status_key(prefix, job)
   redis.call('HSET', key, 'state', state, 'class', status_text(job['class']),
     'queue', status_text(job['queue']), 'retention', status_text(job['retention']), ...)
   redis.call('EXPIRE', key, STATUS_IN_FLIGHT + math.max(0, math.ceil(tonumber(wait) or 0)))
@@ -44,7 +68,7 @@ end
 -- A run that starts afresh (a dead or retrying job sent to its queue again): what the last
 -- run ended with, and a cancel asked of it, do not carry over; the last error stays.
 local function status_rerun(prefix, job)
-  redis.call('HDEL', prefix .. job['jid'], 'cancel', 'finished_at', 'result')
+  redis.call('HDEL', status_key(prefix, job), 'cancel', 'finished_at', 'result')
 end
 
 -- The longest retention kept (ten years): EXPIRE refuses larger values, and a script that
@@ -64,7 +88,7 @@ end
 -- done list wakes every waiter (BLMOVE of its one element onto itself consumes nothing).
 -- A job asked to stop ends cancelled whatever `state` says, without a return value.
 local function status_finished(prefix, job, state, ...)
-  local key = prefix .. job['jid']
+  local key = status_key(prefix, job)
   local ttl = math.min(STATUS_MAX_TTL, math.max(1, math.floor(tonumber(job['retention']))))
   local fields = {...}
   if state ~= 'cancelled' and status_stop_asked(prefix, job) then
@@ -91,7 +115,7 @@ end
 -- process of each attempt, the most recent STATUS_WORKERS of them).
 local STATUS_WORKERS = 25
 local function status_started(prefix, job, identity)
-  local key = prefix .. job['jid']
+  local key = status_key(prefix, job)
   local workers = redis.call('HGET', key, 'workers')
   if workers and workers ~= '' then
     local _, count = string.gsub(workers, ' ', ' ')
@@ -104,7 +128,7 @@ local function status_started(prefix, job, identity)
   end
   status_moving(prefix, job, 'active', 0, 'started_at', status_now(), 'process', identity,
     'workers', workers)
-  redis.call('HINCRBY', key, 'attempts', 1)
+  status_attempt(key, 1)
 end
 
 local function status_failed(prefix, job, state, wait, ...)

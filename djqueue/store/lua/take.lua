@@ -15,11 +15,14 @@
 -- front of their queue (only if still there, so never twice), newest first.
 -- Then the status key prefix and this process's identity: a tracked job taken becomes 'active'
 -- (its attempts counted, the process named), one pushed back 'pending' again.
--- Returns {how many jobs were pushed back, the pair numbers of queues skipped because their key
--- is not a list (space-separated, usually ''), the positions (1-based) among the jobs taken of
--- those entered in the recoveries hash (space-separated, usually ''), then pair number, job
--- JSON, ... per job taken}. Jobs are looked up there only while the hash exists (after a
--- crash), so the common case costs one EXISTS per call, not a lookup per job.
+-- Returns {how many jobs were pushed back, the pair numbers of the queues whose key this call
+-- checked, negative for one skipped because its key is not a list (space-separated), the
+-- positions (1-based) among the jobs taken of
+-- those entered in the recoveries hash (space-separated, usually ''), the bad keys met (see
+-- bad_keys.lua: {key, problem, ...}, usually empty), then pair number, job JSON, ... per job
+-- taken}. Jobs are looked up there only while the hash exists (after a crash), so the common
+-- case costs one TYPE per call, not a lookup per job; a recoveries key that is not a hash is
+-- skipped (no job counts as recovered) and noted.
 --
 -- A job moves from its queue to the working list atomically (LMOVE), so it is recorded as taken
 -- by this process until acknowledged: a crash leaves it there, to be pushed back. A batch
@@ -36,8 +39,7 @@ local status_prefix = table.remove(ARGV)
 local skipped = {}
 local function usable(pair)
   if skipped[pair] == nil then
-    local kind = redis.call('TYPE', KEYS[2 * pair - 1])['ok']
-    skipped[pair] = kind ~= 'list' and kind ~= 'none'
+    skipped[pair] = not key_is(KEYS[2 * pair - 1], 'list', 'skipped: the other queues are served')
   end
   return not skipped[pair]
 end
@@ -72,15 +74,16 @@ for i = first_back, #ARGV, 2 do
     local tracked = status_job(ARGV[i + 1])
     if tracked then
       status_moving(status_prefix, tracked, 'pending', 0)
-      redis.call('HINCRBY', status_prefix .. tracked['jid'], 'attempts', -1)
+      status_attempt(status_prefix .. tracked['jid'], -1)
     end
   end
 end
 
 local wanted = tonumber(ARGV[1])
-local taken = {pushed, '', ''}
+local taken = {pushed, '', '', bad_keys}
 local recovered = {}
-local recovering = redis.call('EXISTS', recoveries) == 1
+local _, recoveries_kind = key_is(recoveries, 'hash', 'skipped: no job counts as recovered')
+local recovering = recoveries_kind == 'hash'
 if wanted > 0 then
   local count = 0
   for pair_text in string.gmatch(ARGV[2], '%d+') do
@@ -93,8 +96,8 @@ if wanted > 0 then
           break
         end
         count = count + 1
-        taken[2 * count + 2] = pair
-        taken[2 * count + 3] = job
+        taken[2 * count + 3] = pair
+        taken[2 * count + 4] = job
         local tracked = status_job(job)
         if tracked then
           status_started(status_prefix, tracked, identity)
@@ -112,12 +115,10 @@ if wanted > 0 then
     end
   end
 end
-local broken = {}
+local checked = {}
 for pair, skip in pairs(skipped) do
-  if skip then
-    broken[#broken + 1] = tostring(pair)
-  end
+  checked[#checked + 1] = tostring(skip and -pair or pair)
 end
-taken[2] = table.concat(broken, ' ')
+taken[2] = table.concat(checked, ' ')
 taken[3] = table.concat(recovered, ' ')
 return taken

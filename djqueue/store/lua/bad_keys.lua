@@ -1,0 +1,45 @@
+-- Keys of the wrong kind (see scripts.py: `--!include bad_keys`). A script checks a key before
+-- the write it guards (Lua does not roll back: a WRONGTYPE after a move would leave the move
+-- done while the caller sees an error), skips or repairs a bad one, and notes it here; the
+-- script returns `bad_keys` so its caller logs each key once by name (store/bad_keys.py).
+
+local bad_keys = {}
+
+local function bad_key(key, problem)
+  bad_keys[#bad_keys + 1] = key
+  bad_keys[#bad_keys + 1] = problem
+end
+
+-- True when KEY holds a WANTED (a Redis type name) or nothing; else it is noted, with what is
+-- done about it (DOING: 'skipped', 'replaced', ...), and false. Its type comes second.
+local function key_is(key, wanted, doing)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == wanted or kind == 'none' then
+    return true, kind
+  end
+  bad_key(key, 'holds a ' .. kind .. ', not a ' .. wanted .. '; ' .. doing)
+  return false, kind
+end
+
+-- True when VALUE (a reply or nil) is absent or an integer INCRBY / HINCRBY accept.
+local function is_count(value)
+  return not value or (#value <= 18 and string.match(value, '^-?%d+$') ~= nil)
+end
+
+-- A value quoted for a problem's text, cut short.
+local function quoted(value)
+  return string.format('%q', string.sub(value, 1, 40))
+end
+
+-- True when KEY is absent or a string counter INCRBY accepts; else noted, and false.
+local function key_is_count(key, doing)
+  if not key_is(key, 'string', doing) then
+    return false
+  end
+  local value = redis.call('GET', key)
+  if is_count(value) then
+    return true
+  end
+  bad_key(key, 'holds ' .. quoted(value) .. ', not an integer; ' .. doing)
+  return false
+end

@@ -1,0 +1,70 @@
+"""The admin meeting keys of the wrong type: every page answers, and the page that reads the
+bad key names it and its type, instead of a 500 (the same pages as the Flask dashboard's,
+`tests/test_flask_dashboard_bad_keys.py`)."""
+
+from __future__ import annotations
+
+import html
+import time
+
+import pytest
+import redis
+from django.contrib.auth.models import User
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+ADMIN = "/admin/djqueue"
+
+
+@pytest.fixture
+def admin_client(client: Client) -> Client:
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    return client
+
+
+def page(client: Client, url: str, **query: str) -> str:
+    answer = client.get(url, query)
+    assert answer.status_code == 200, (url, answer.status_code)
+    return html.unescape(answer.content.decode())
+
+
+def test_a_queue_key_of_the_wrong_type(admin_client: Client, r: redis.Redis) -> None:
+    r.set("queue:broken", "x")
+    r.sadd("queues", "broken")
+    assert "queue:broken holds a string, not a list" in page(admin_client, f"{ADMIN}/queue/broken/")
+    assert "queue:broken holds a string, not a list" in page(admin_client, f"{ADMIN}/queue/")
+    assert "queue:broken holds a string, not a list" in page(admin_client, f"{ADMIN}/dashboard/")
+
+
+@pytest.mark.parametrize(
+    ("key", "model"), [("retry", "retryjob"), ("schedule", "scheduledjob"), ("dead", "deadjob")]
+)
+def test_a_job_set_of_the_wrong_type(
+    admin_client: Client, r: redis.Redis, key: str, model: str
+) -> None:
+    r.rpush(key, "x")
+    assert f"{key} holds a list, not a zset" in page(admin_client, f"{ADMIN}/{model}/")
+    assert f"{key} holds a list, not a zset" in page(admin_client, f"{ADMIN}/{model}/1-{'a' * 24}/")
+    assert f"{key} holds a list, not a zset" in page(admin_client, f"{ADMIN}/dashboard/")
+
+
+def test_counters_and_processes_of_the_wrong_type(admin_client: Client, r: redis.Redis) -> None:
+    r.set("stat:processed", "lots")
+    r.set("processes", "x")
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    r.hset(f"stat:failed:{today}", "x", "1")
+    dashboard = page(admin_client, f"{ADMIN}/dashboard/")
+    assert 'stat:processed holds "lots", not an integer' in dashboard
+    assert "processes holds a string, not a set" in dashboard
+    assert "processes holds a string, not a set" in page(admin_client, f"{ADMIN}/busy/")
+    assert admin_client.get(f"{ADMIN}/dashboard/live/").status_code == 200
+
+
+def test_find_a_job_whose_status_is_bad(admin_client: Client, r: redis.Redis) -> None:
+    r.set(f"status:{'a' * 24}", "x")
+    found = page(admin_client, f"{ADMIN}/dashboard/job/", jid="a" * 24)
+    assert f"status:{'a' * 24} holds a string, not a hash" in found
+    r.hset(f"status:{'b' * 24}", mapping={"state": "pending", "attempts": "many"})
+    found = page(admin_client, f"{ADMIN}/dashboard/job/", jid="b" * 24)
+    assert f'status:{"b" * 24} has attempts "many", not an integer' in found

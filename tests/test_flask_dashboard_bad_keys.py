@@ -1,0 +1,90 @@
+"""The Flask dashboard meeting keys of the wrong type: every page answers, and the page that
+reads the bad key names it and its type, instead of a 500 (the Django admin shows the same
+pages, `tests/django/test_admin_bad_keys.py`)."""
+
+from __future__ import annotations
+
+import html
+import time
+from typing import Any
+
+import pytest
+import redis
+
+import djqueue
+from tests import test_flask_dashboard_lifecycle
+
+#: The dashboard open to everyone, as the lifecycle tests mount it.
+client = test_flask_dashboard_lifecycle.client
+
+
+@djqueue.job(name="flask_bad.ok")
+def ok(n: int) -> None:
+    pass
+
+
+def page(client: Any, url: str, **query: str) -> str:
+    answer = client.get(url, query_string=query)
+    assert answer.status_code == 200, (url, answer.status_code)
+    return html.unescape(answer.text)
+
+
+def test_a_queue_key_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
+    ok.perform_later(1)
+    r.set("queue:broken", "x")
+    r.sadd("queues", "broken")
+    assert "queue:broken holds a string, not a list" in page(client, "/jobs/queues/broken")
+    queues = page(client, "/jobs/queues")
+    assert "queue:broken holds a string, not a list" in queues and "default" in queues
+    dashboard = page(client, "/jobs/")
+    assert "queue:broken holds a string, not a list" in dashboard
+    assert 'data-figure="enqueued">1<' in dashboard
+
+
+@pytest.mark.parametrize(
+    ("key", "url"), [("retry", "retries"), ("schedule", "scheduled"), ("dead", "dead")]
+)
+def test_a_job_set_of_the_wrong_type(client: Any, r: redis.Redis, key: str, url: str) -> None:
+    r.rpush(key, "x")
+    assert f"{key} holds a list, not a zset" in page(client, f"/jobs/{url}")
+    assert f"{key} holds a list, not a zset" in page(client, f"/jobs/{url}/1-{'a' * 24}")
+    dashboard = page(client, "/jobs/")
+    assert f"{key} holds a list, not a zset" in dashboard
+    assert "Processed" in dashboard
+
+
+def test_counters_and_processes_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
+    r.set("stat:processed", "lots")
+    r.hset("stat:failed", "x", "1")
+    r.set("processes", "x")
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    r.set(f"stat:processed:{today}", "many")
+    dashboard = page(client, "/jobs/")
+    assert 'stat:processed holds "lots", not an integer' in dashboard
+    assert "stat:failed holds a hash, not a string" in dashboard
+    assert "processes holds a string, not a set" in dashboard
+    assert f'stat:processed:{today} holds "many", not an integer' in dashboard
+    assert "processes holds a string, not a set" in page(client, "/jobs/busy")
+    assert client.get("/jobs/live").status_code == 200
+
+
+def test_a_process_hash_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
+    """Not a heartbeat: the member is pruned as dead (a live process replaces its own hash at
+    its next beat), and the pages answer."""
+    r.sadd("processes", "host:1:abcdefabcdef")
+    r.set("host:1:abcdefabcdef", "x")
+    r.set("host:1:abcdefabcdef:work", "x")
+    assert "Nothing is running" in page(client, "/jobs/busy")
+    assert not r.sismember("processes", "host:1:abcdefabcdef")
+    assert "Processed" in page(client, "/jobs/")
+
+
+def test_find_a_job_whose_status_is_bad(client: Any, r: redis.Redis) -> None:
+    r.set(f"status:{'a' * 24}", "x")
+    assert f"status:{'a' * 24} holds a string, not a hash" in page(
+        client, "/jobs/job", jid="a" * 24
+    )
+    r.hset(f"status:{'b' * 24}", mapping={"state": "pending", "attempts": "many"})
+    found = page(client, "/jobs/job", jid="b" * 24)
+    assert "pending" in found
+    assert f'status:{"b" * 24} has attempts "many", not an integer' in found
