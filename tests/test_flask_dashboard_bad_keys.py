@@ -80,11 +80,11 @@ def test_a_process_hash_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
 
 
 def test_find_a_job_whose_status_is_bad(client: Any, r: redis.Redis) -> None:
-    r.set(f"status:{'a' * 24}", "x")
-    assert f"status:{'a' * 24} holds a string, not a hash" in page(
+    r.set(f"djqueue:status:{'a' * 24}", "x")
+    assert f"djqueue:status:{'a' * 24} holds a string, not a hash" in page(
         client, "/jobs/job", jid="a" * 24
     )
-    r.hset(f"status:{'b' * 24}", mapping={"state": "pending", "attempts": "many"})
+    r.hset(f"djqueue:status:{'b' * 24}", mapping={"state": "pending", "attempts": "many"})
     found = page(client, "/jobs/job", jid="b" * 24)
     assert "pending" in found
-    assert f'status:{"b" * 24} has attempts "many", not an integer' in found
+    assert f'djqueue:status:{"b" * 24} has attempts "many", not an integer' in found

@@ -18,13 +18,13 @@ def messages(caplog) -> list[str]:
 def test_a_recoveries_key_of_the_wrong_type_does_not_stall_fetching(worker, r, caplog):
     """It used to fail every fetch after its first move: jobs cycled through the working
     lists, most never ran, and the log blamed the queue."""
-    r.set("recoveries", "not a hash")
+    r.set("djqueue:recoveries", "not a hash")
     jobs.order.perform_bulk([["seen", str(i)] for i in range(300)])
     worker(concurrency=5)
     wait_for(lambda: r.llen("seen") == 300, what="every job run", timeout=60)
     assert sorted(r.lrange("seen", 0, -1), key=int) == [str(i) for i in range(300)]
-    assert r.get("recoveries") == "not a hash"
-    found = [m for m in messages(caplog) if "recoveries" in m]
+    assert r.get("djqueue:recoveries") == "not a hash"
+    found = [m for m in messages(caplog) if "djqueue:recoveries" in m]
     assert len(found) == 1, found
     assert "holds a string, not a hash" in found[0]
     assert not any("queue:default" in m for m in messages(caplog))
@@ -60,24 +60,28 @@ def test_a_status_hash_with_a_bad_attempts_count_lets_its_job_run(worker, r, cap
     """A status:JID whose ``attempts`` is not an integer failed the take after the move: the
     job cycled between its queue and a working list for ever, never run, never dead."""
     jid = jobs.add.set(retention=60).perform_later(2, 3)
-    r.hset(f"status:{jid}", "attempts", "many")
+    r.hset(f"djqueue:status:{jid}", "attempts", "many")
     worker()
-    wait_for(lambda: r.hget(f"status:{jid}", "state") == "completed", what="the job completed")
-    assert r.hget(f"status:{jid}", "result") == "5"
-    assert r.hget(f"status:{jid}", "attempts") == "1"
-    found = [m for m in messages(caplog) if f"status:{jid}" in m]
+    wait_for(
+        lambda: r.hget(f"djqueue:status:{jid}", "state") == "completed", what="the job completed"
+    )
+    assert r.hget(f"djqueue:status:{jid}", "result") == "5"
+    assert r.hget(f"djqueue:status:{jid}", "attempts") == "1"
+    found = [m for m in messages(caplog) if f"djqueue:status:{jid}" in m]
     assert len(found) == 1, found
 
 
 def test_a_status_key_of_the_wrong_type_lets_its_job_run(worker, r, caplog):
     jid = jobs.add.set(retention=60).perform_later(2, 3)
-    r.set(f"status:{jid}", "not a hash")
+    r.set(f"djqueue:status:{jid}", "not a hash")
     jobs.record.perform_later("out", "after")
     worker()
-    wait_for(lambda: r.type(f"status:{jid}") == "hash", what="the status replaced")
-    wait_for(lambda: r.hget(f"status:{jid}", "state") == "completed", what="the job completed")
+    wait_for(lambda: r.type(f"djqueue:status:{jid}") == "hash", what="the status replaced")
+    wait_for(
+        lambda: r.hget(f"djqueue:status:{jid}", "state") == "completed", what="the job completed"
+    )
     assert r.lrange("out", 0, -1) == ["['after']"]
-    found = [m for m in messages(caplog) if f"status:{jid}" in m]
+    found = [m for m in messages(caplog) if f"djqueue:status:{jid}" in m]
     assert len(found) == 1 and "string" in found[0], found
 
 
@@ -105,9 +109,9 @@ def test_a_dead_set_of_the_wrong_type_loses_no_job(worker, r, caplog):
     wait_for(lambda: any("bad key dead" in m for m in messages(caplog)), what="the log line")
     w.stop()
     # Not lost: back in its queue (or still in the working list, for the next sweep).
-    assert r.lrange("queue:default", 0, -1) + r.lrange(f"working:{w.identity}:default", 0, -1) == [
-        "{not json"
-    ]
+    assert r.lrange("queue:default", 0, -1) + r.lrange(
+        f"djqueue:working:{w.identity}:default", 0, -1
+    ) == ["{not json"]
     assert sum("bad key dead" in m for m in messages(caplog)) == 1
 
 
@@ -126,24 +130,24 @@ def test_an_unreadable_working_lists_entry_still_gives_back_its_jobs(worker, r, 
     """An entry that is not a JSON list read as no queues: the dead process's entry was
     dropped and the jobs in its working lists stayed there for ever."""
     job = '{"class": "t.record", "args": ["out", "recovered"], "jid": "%s"}' % ("c" * 24)
-    r.hset("working_lists", "gone:1:abcdefabcdef", "{not json")
-    r.lpush("working:gone:1:abcdefabcdef:default", job)
+    r.hset("djqueue:working_lists", "gone:1:abcdefabcdef", "{not json")
+    r.lpush("djqueue:working:gone:1:abcdefabcdef:default", job)
     worker()
     wait_for(lambda: r.lrange("out", 0, -1) == ["['recovered']"], what="the job recovered")
-    wait_for(lambda: not r.hexists("working_lists", "gone:1:abcdefabcdef"))
-    found = [m for m in messages(caplog) if "bad key working_lists" in m]
+    wait_for(lambda: not r.hexists("djqueue:working_lists", "gone:1:abcdefabcdef"))
+    found = [m for m in messages(caplog) if "bad key djqueue:working_lists" in m]
     assert len(found) == 1 and "gone:1:abcdefabcdef" in found[0], found
 
 
 def test_a_working_lists_key_of_the_wrong_type_stops_no_duty(worker, r, caplog):
-    r.set("working_lists", "not a hash")
+    r.set("djqueue:working_lists", "not a hash")
     r.sadd("processes", "gone:1:abcdefabcdef")
     w = worker()
     jobs.record.perform_later("out", "ran")
     wait_for(lambda: r.lrange("out", 0, -1) == ["['ran']"], what="the job run")
     # The janitor's other duty still runs: the dead member is pruned.
     wait_for(lambda: r.smembers("processes") == {w.identity}, what="the dead member pruned")
-    found = [m for m in messages(caplog) if "bad key working_lists" in m]
+    found = [m for m in messages(caplog) if "bad key djqueue:working_lists" in m]
     assert len(found) == 1 and "holds a string, not a hash" in found[0], found
     assert not any("janitor failed" in m for m in messages(caplog))
 
@@ -184,12 +188,16 @@ def test_a_running_jobs_status_turned_bad_stops_no_beat(worker, r, caplog):
     jid = jobs.hold.set(retention=60).perform_later("started", 1)
     w = worker()
     wait_for(lambda: r.lrange("started", 0, -1) == ["1"], what="the job started")
-    r.delete(f"status:{jid}")
-    r.set(f"status:{jid}", "not a hash")
+    r.delete(f"djqueue:status:{jid}")
+    r.set(f"djqueue:status:{jid}", "not a hash")
     for _ in range(2):
         beat = float(r.hget(w.identity, "beat"))
         wait_for(lambda b=beat: float(r.hget(w.identity, "beat")) > b, what="a later beat")
     r.set("release", "1")
-    wait_for(lambda: r.type(f"status:{jid}") == "hash", what="the status replaced at the end")
-    wait_for(lambda: r.hget(f"status:{jid}", "state") == "completed", what="the job completed")
+    wait_for(
+        lambda: r.type(f"djqueue:status:{jid}") == "hash", what="the status replaced at the end"
+    )
+    wait_for(
+        lambda: r.hget(f"djqueue:status:{jid}", "state") == "completed", what="the job completed"
+    )
     assert not any("lost Redis" in m or "heartbeat failed" in m for m in messages(caplog))

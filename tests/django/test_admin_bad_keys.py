@@ -62,9 +62,9 @@ def test_counters_and_processes_of_the_wrong_type(admin_client: Client, r: redis
 
 
 def test_find_a_job_whose_status_is_bad(admin_client: Client, r: redis.Redis) -> None:
-    r.set(f"status:{'a' * 24}", "x")
+    r.set(f"djqueue:status:{'a' * 24}", "x")
     found = page(admin_client, f"{ADMIN}/dashboard/job/", jid="a" * 24)
-    assert f"status:{'a' * 24} holds a string, not a hash" in found
-    r.hset(f"status:{'b' * 24}", mapping={"state": "pending", "attempts": "many"})
+    assert f"djqueue:status:{'a' * 24} holds a string, not a hash" in found
+    r.hset(f"djqueue:status:{'b' * 24}", mapping={"state": "pending", "attempts": "many"})
     found = page(admin_client, f"{ADMIN}/dashboard/job/", jid="b" * 24)
-    assert f'status:{"b" * 24} has attempts "many", not an integer' in found
+    assert f'djqueue:status:{"b" * 24} has attempts "many", not an integer' in found
