@@ -25,11 +25,11 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from .client import Client, get_client
+from .client import Client, batched, get_client
 from .config import Settings
-from .errors import PayloadTooLarge
+from .errors import PayloadTooLarge, RedisUnavailable
 from .payload import Payload, dumps
 
 logger = logging.getLogger("djqueue.outbox")
@@ -199,6 +199,43 @@ def published(settings: Settings | None = None) -> tuple[OutboxStats, float] | N
         return None
     now = time.time()
     return OutboxStats.of(figures.size, figures.oldest, now), max(0.0, now - figures.at)
+
+
+def write_or_keep(
+    held: Sequence[tuple[Payload | None, Callable[[], Any]]],
+    keep: Callable[[list[Payload]], None] | None,
+    fix: str,
+) -> None:
+    """After a commit, the writes held for it (each with its payload, or None for a write that
+    is not a push): called together, one round trip per client (`batched`).
+
+    If Redis is unavailable the data has committed already, so the job would be lost and the
+    user, seeing an error, would submit again and get a duplicate. Where the outbox table
+    exists, ``keep`` writes the jobs there (a new short transaction on the same database) and
+    a worker's relay pushes them: nothing raises, one warning is logged. Where it does not
+    (``keep`` is None), `RedisUnavailable` is raised with ``fix`` (how to create the table)
+    in its message. The payloads are copied first: a failed push has already taken ``at`` out
+    of a scheduled job.
+    """
+    kept = [dict(payload) for payload, _ in held if payload is not None]
+    try:
+        with batched():
+            for _, write in held:
+                write()
+    except RedisUnavailable as exc:
+        if not kept:
+            raise
+        if keep is None:
+            raise RedisUnavailable(exc.url, exc.cause, hint=fix) from exc
+        keep(kept)
+        logger.warning(
+            "outbox: Redis at %s was unavailable at commit; %d job(s) kept in the outbox, a "
+            "worker's relay will push them (%s)",
+            exc.url,
+            len(kept),
+            ", ".join(f"{p['class']} {p['jid']}" for p in kept[:5])
+            + (" ..." if len(kept) > 5 else ""),
+        )
 
 
 def push_own(source: Source, ids: Sequence[int], client: Client | None = None) -> bool:

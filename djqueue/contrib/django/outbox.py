@@ -78,6 +78,55 @@ def _on_commit(pk: int, alias: str) -> None:
     transaction.on_commit(flush, using=alias)
 
 
+#: What `RedisUnavailable` at commit says when no database of the push has the outbox table.
+MISSING_TABLE_FIX = (
+    "the transaction committed but its job could not be pushed, and no database it waited "
+    "for has the outbox table to keep it in: run `python manage.py migrate djqueue` (creates "
+    "djqueue_outbox) so such jobs are kept and relayed by a worker"
+)
+
+
+def write_held(held: list[tuple[Payload | None, Callable[[], Any]]], aliases: list[str]) -> None:
+    """Enqueue-on-commit's writes after the commit of ``aliases``; with Redis down, the jobs
+    go to the outbox of the first of them that has the table (`djqueue.outbox.write_or_keep`)."""
+    outbox.write_or_keep(held, _keeper(aliases), MISSING_TABLE_FIX)
+
+
+def _keeper(aliases: list[str]) -> Callable[[list[Payload]], None] | None:
+    for alias in aliases:
+        if _has_table(alias):
+            return lambda payloads: _keep(alias, payloads)
+    return None
+
+
+def _keep(alias: str, payloads: list[Payload]) -> None:
+    """The rows of jobs whose push failed after the commit, in a transaction of their own."""
+    settings = config.get_settings()
+    model = _model()
+    with transaction.atomic(using=alias):
+        model.objects.using(alias).bulk_create(
+            model(
+                jid=payload["jid"],
+                payload=outbox.row_text(payload, settings),
+                run_at=payload.get("at"),
+                created_at=time.time(),
+            )
+            for payload in payloads
+        )
+
+
+def _has_table(alias: str) -> bool:
+    """Whether the routers let the outbox live in ``alias`` and its table is there (looked up
+    each time: this runs only when a push failed, and a table may be created meanwhile)."""
+    model = _model()
+    if not router.allow_migrate_model(alias, model):
+        return False
+    try:
+        return model._meta.db_table in connections[alias].introspection.table_names()
+    except DatabaseError:
+        return False
+
+
 def delete(alias: str, pks: list[int]) -> None:
     model = _model()
     for start in range(0, len(pks), DELETE_CHUNK):
@@ -131,20 +180,14 @@ class DatabaseSource:
 def sources() -> list[DatabaseSource]:
     """A source per database the outbox table may live in (the routers allow migrating it)
     and does: an alias without the table (not migrated) is skipped."""
-    model = _model()
     found = []
     for alias in connections:
-        if not router.allow_migrate_model(alias, model):
-            continue
         if alias not in _with_table:
             try:
-                tables = connections[alias].introspection.table_names()
-            except DatabaseError:
-                continue
+                if not _has_table(alias):
+                    continue
             finally:
                 connections[alias].close_if_unusable_or_obsolete()
-            if model._meta.db_table not in tables:
-                continue
             _with_table.add(alias)
         found.append(DatabaseSource(alias))
     return found
@@ -154,8 +197,19 @@ _with_table: set[str] = set()
 
 
 def relay_enabled() -> bool:
-    """Whether workers relay: ``OUTBOX_RELAY``, or when unset, whether the outbox is the
-    setting (``ENQUEUE_ON_COMMIT: "outbox"``)."""
+    """Whether workers relay: ``OUTBOX_RELAY``, or when unset, whether pushes wait for commits
+    (``ENQUEUE_ON_COMMIT`` True or ``"outbox"``): a push that meets Redis down at commit is
+    kept in the outbox in either mode. A database without the table costs the relay nothing."""
+    relay = conf.option("OUTBOX_RELAY")
+    if relay is None:
+        return bool(conf.option("ENQUEUE_ON_COMMIT"))
+    return bool(relay)
+
+
+def outbox_chosen() -> bool:
+    """Whether the project chose the outbox (``ENQUEUE_ON_COMMIT: "outbox"``, or
+    ``OUTBOX_RELAY: True`` for ``.set(outbox=True)``): then a missing relay is warned about
+    and the outbox's figures are always shown; otherwise they are shown when rows wait."""
     relay = conf.option("OUTBOX_RELAY")
     if relay is None:
         return bool(conf.option("ENQUEUE_ON_COMMIT") == "outbox")
