@@ -203,7 +203,7 @@ def published(settings: Settings | None = None) -> tuple[OutboxStats, float] | N
 
 def write_or_keep(
     held: Sequence[tuple[Payload | None, Callable[[], Any]]],
-    keep: Callable[[list[Payload]], None] | None,
+    keep: Callable[[list[Payload]], bool],
     fix: str,
 ) -> None:
     """After a commit, the writes held for it (each with its payload, or None for a write that
@@ -213,9 +213,9 @@ def write_or_keep(
     user, seeing an error, would submit again and get a duplicate. Where the outbox table
     exists, ``keep`` writes the jobs there (a new short transaction on the same database) and
     a worker's relay pushes them: nothing raises, one warning is logged. Where it does not
-    (``keep`` is None), `RedisUnavailable` is raised with ``fix`` (how to create the table)
-    in its message. The payloads are copied first: a failed push has already taken ``at`` out
-    of a scheduled job.
+    (``keep`` returns False; it looks only now, as the normal commit must not pay for it),
+    `RedisUnavailable` is raised with ``fix`` (how to create the table) in its message. The
+    payloads are copied first: a failed push has already taken ``at`` out of a scheduled job.
     """
     kept = [dict(payload) for payload, _ in held if payload is not None]
     try:
@@ -225,9 +225,8 @@ def write_or_keep(
     except RedisUnavailable as exc:
         if not kept:
             raise
-        if keep is None:
+        if not keep(kept):
             raise RedisUnavailable(exc.url, exc.cause, hint=fix) from exc
-        keep(kept)
         logger.warning(
             "outbox: Redis at %s was unavailable at commit; %d job(s) kept in the outbox, a "
             "worker's relay will push them (%s)",

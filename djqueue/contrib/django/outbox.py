@@ -89,18 +89,15 @@ MISSING_TABLE_FIX = (
 def write_held(held: list[tuple[Payload | None, Callable[[], Any]]], aliases: list[str]) -> None:
     """Enqueue-on-commit's writes after the commit of ``aliases``; with Redis down, the jobs
     go to the outbox of the first of them that has the table (`djqueue.outbox.write_or_keep`)."""
-    outbox.write_or_keep(held, _keeper(aliases), MISSING_TABLE_FIX)
+    outbox.write_or_keep(held, lambda payloads: _keep(aliases, payloads), MISSING_TABLE_FIX)
 
 
-def _keeper(aliases: list[str]) -> Callable[[list[Payload]], None] | None:
-    for alias in aliases:
-        if _has_table(alias):
-            return lambda payloads: _keep(alias, payloads)
-    return None
-
-
-def _keep(alias: str, payloads: list[Payload]) -> None:
-    """The rows of jobs whose push failed after the commit, in a transaction of their own."""
+def _keep(aliases: list[str], payloads: list[Payload]) -> bool:
+    """The rows of jobs whose push failed after the commit, in a transaction of their own in
+    the first of ``aliases`` with the table; False when none has it."""
+    alias = next((alias for alias in aliases if _has_table(alias)), None)
+    if alias is None:
+        return False
     settings = config.get_settings()
     model = _model()
     with transaction.atomic(using=alias):
@@ -113,6 +110,7 @@ def _keep(alias: str, payloads: list[Payload]) -> None:
             )
             for payload in payloads
         )
+    return True
 
 
 def _has_table(alias: str) -> bool:
