@@ -7,7 +7,9 @@ commit the pushing process claims its rows, pushes the jobs at once and deletes 
 relay would: `push_own`), and rows left behind
 (Redis was down, the process died in between) are pushed by the workers' relay duty. The
 Django app and flask_djqueue own the table and the transactions; this module holds what they
-share: the row's text, the push of claimed rows, the relay round, and the figures.
+share: the row's text, the push of claimed rows, the relay round, the figures, and
+`write_or_keep`, which keeps in the table the jobs of plain enqueue-on-commit whose push after
+the commit met Redis down.
 
 A row younger than ``grace`` seconds is left to the process that wrote it: its own push after
 the commit is normally done within milliseconds, and a relay taking the row meanwhile would

@@ -21,10 +21,11 @@ PREFIX = "DJQUEUE_"
 
 #: The extension's own keys (without the prefix) and their defaults.
 APP_DEFAULTS: dict[str, Any] = {
-    # Pushes inside a SQLAlchemy transaction with pending writes wait for its commit;
+    # Pushes made while a SQLAlchemy session is in a transaction wait for its commit;
     # "outbox" writes them to the outbox table in the transaction instead.
     "ENQUEUE_ON_COMMIT": True,
-    # Workers relay the outbox; None: when ENQUEUE_ON_COMMIT is "outbox".
+    # Workers relay the outbox; None: when ENQUEUE_ON_COMMIT is True or "outbox" (a push that
+    # meets Redis down at commit is kept in the outbox table in either mode).
     "OUTBOX_RELAY": None,
     # Seconds a new outbox row is left to the process that wrote it before a relay takes it.
     "OUTBOX_GRACE": 10.0,
