@@ -169,8 +169,12 @@ def relay_duty(
         full = False
         size, oldest = 0, None
         for source in sources():
-            full = relay_round(source, grace, limit) == limit or full
             count, first = source.figures()
+            # A claim takes SQLite's write lock even when it finds nothing: an outbox with no
+            # row past the grace (the usual case, since writers push their own) is only read.
+            if first is not None and first < time.time() - grace:
+                full = relay_round(source, grace, limit) == limit or full
+                count, first = source.figures()
             size += count
             if first is not None and (oldest is None or first < oldest):
                 oldest = first
