@@ -24,8 +24,8 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -91,6 +91,22 @@ class Source(Protocol):
 
     def figures(self) -> tuple[int, float | None]:
         """The row count and the oldest row's ``created_at``."""
+
+
+#: The outbox table's name, in Django and SQLAlchemy alike.
+TABLE = "djqueue_outbox"
+
+
+@contextmanager
+def naming_fix(fix: str) -> Iterator[None]:
+    """A database error that names the outbox table (it was never created) gets ``fix`` as a
+    note, so the traceback says what to do; the error keeps its type for the caller."""
+    try:
+        yield
+    except Exception as exc:
+        if TABLE in str(exc):
+            exc.add_note(f"djqueue: the outbox table is missing: {fix}")
+        raise
 
 
 def row_text(payload: Payload, settings: Settings) -> str:

@@ -53,7 +53,7 @@ outbox_metadata = MetaData()
 
 #: ``djqueue_outbox``: the same columns as the Django app's table.
 outbox_table = Table(
-    "djqueue_outbox",
+    outbox.TABLE,
     outbox_metadata,
     Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
     Column("jid", String(64), nullable=False),
@@ -70,14 +70,15 @@ SKIP_LOCKED = frozenset(("postgresql", "mysql", "mariadb", "oracle"))
 
 def write(session: Any, payload: Payload, call_next: Callable[[], Any], state: AppState) -> None:
     """Insert the job's row through ``session``; push it once the session commits."""
-    result = session.execute(
-        insert(outbox_table).values(
-            jid=payload["jid"],
-            payload=outbox.row_text(payload, state.settings),
-            run_at=payload.get("at"),
-            created_at=time.time(),
+    with outbox.naming_fix(sessions.CREATE_TABLE):
+        result = session.execute(
+            insert(outbox_table).values(
+                jid=payload["jid"],
+                payload=outbox.row_text(payload, state.settings),
+                run_at=payload.get("at"),
+                created_at=time.time(),
+            )
         )
-    )
     pk = result.inserted_primary_key[0]
     transaction = session.get_nested_transaction() or session.get_transaction()
     flushes = session.info.setdefault(_FLUSHES, weakref.WeakKeyDictionary())

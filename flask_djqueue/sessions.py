@@ -213,12 +213,15 @@ def _write(writes: list[_Held]) -> None:
         index = end
 
 
+#: How the outbox table is created.
+CREATE_TABLE = (
+    "create it with flask_djqueue.outbox.outbox_metadata.create_all(db.engine) (or add "
+    "outbox_metadata to Alembic's target_metadata)"
+)
 #: What `RedisUnavailable` at commit says when the session's database has no outbox table.
 MISSING_TABLE_FIX = (
     "the session committed but its job could not be pushed, and its database has no outbox "
-    "table to keep it in: create it with flask_djqueue.outbox.outbox_metadata.create_all("
-    "db.engine) (or add outbox_metadata to Alembic's target_metadata) so such jobs are kept "
-    "and relayed by a worker"
+    f"table to keep it in: {CREATE_TABLE} so such jobs are kept and relayed by a worker"
 )
 
 

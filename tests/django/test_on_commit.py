@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.test import override_settings
 
 import djqueue
@@ -205,6 +205,12 @@ def test_redis_down_at_commit_without_the_outbox_table_says_to_migrate(
             Order.objects.create(name="kept")
             mark_order.perform_later(1)
     assert Order.objects.filter(name="kept").exists()
+
+
+def test_the_outbox_without_its_table_says_to_migrate(r, without_outbox_table):
+    with pytest.raises(DatabaseError) as raised, transaction.atomic():
+        mark_order.set(outbox=True).perform_later(1)
+    assert "run `python manage.py migrate djqueue`" in "\n".join(raised.value.__notes__)
 
 
 @pytest.mark.django_db(transaction=False)

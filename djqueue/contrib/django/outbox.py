@@ -39,16 +39,17 @@ def _model() -> Any:
 
 def write(payload: Payload, call_next: Callable[[], Any], alias: str) -> None:
     """Insert the job's row in ``alias``'s open transaction; push it once that commits."""
-    row = (
-        _model()
-        .objects.using(alias)
-        .create(
-            jid=payload["jid"],
-            payload=outbox.row_text(payload, config.get_settings()),
-            run_at=payload.get("at"),
-            created_at=time.time(),
+    with outbox.naming_fix(CREATE_TABLE):
+        row = (
+            _model()
+            .objects.using(alias)
+            .create(
+                jid=payload["jid"],
+                payload=outbox.row_text(payload, config.get_settings()),
+                run_at=payload.get("at"),
+                created_at=time.time(),
+            )
         )
-    )
     _on_commit(row.pk, alias)
 
 
@@ -78,11 +79,13 @@ def _on_commit(pk: int, alias: str) -> None:
     transaction.on_commit(flush, using=alias)
 
 
+#: How the outbox table is created.
+CREATE_TABLE = "run `python manage.py migrate djqueue` (creates djqueue_outbox)"
 #: What `RedisUnavailable` at commit says when no database of the push has the outbox table.
 MISSING_TABLE_FIX = (
     "the transaction committed but its job could not be pushed, and no database it waited "
-    "for has the outbox table to keep it in: run `python manage.py migrate djqueue` (creates "
-    "djqueue_outbox) so such jobs are kept and relayed by a worker"
+    f"for has the outbox table to keep it in: {CREATE_TABLE} so such jobs are kept and "
+    "relayed by a worker"
 )
 
 
