@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -100,12 +101,17 @@ TABLE = "djqueue_outbox"
 @contextmanager
 def naming_fix(fix: str) -> Iterator[None]:
     """A database error that names the outbox table (it was never created) gets ``fix`` as a
-    note, so the traceback says what to do; the error keeps its type for the caller."""
+    note, so the traceback says what to do; the error keeps its type for the caller. Python
+    3.10 has no notes: the fix is logged there instead."""
     try:
         yield
     except Exception as exc:
         if TABLE in str(exc):
-            exc.add_note(f"djqueue: the outbox table is missing: {fix}")
+            message = f"djqueue: the outbox table is missing: {fix}"
+            if sys.version_info >= (3, 11):
+                exc.add_note(message)
+            else:
+                logger.error(message)
         raise
 
 
