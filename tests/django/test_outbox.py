@@ -46,17 +46,30 @@ def rows(db: str) -> list[OutboxJob]:
     return list(OutboxJob.objects.using(db).order_by("pk"))
 
 
-def start_worker(redis_url: str, log: Path) -> subprocess.Popen[bytes]:
-    """A runworker process relaying the outbox (grace 1 s) of both test databases."""
-    env = {
+def child_env(redis_url: str) -> dict[str, str]:
+    """The environment of a Django process on the test's Redis and databases."""
+    return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.django.settings",
         "DJQUEUE_REDIS_URL": redis_url,
         "DJQUEUE_TEST_DATABASE_NAME": str(connections["default"].settings_dict["NAME"]),
         "DJQUEUE_TEST_OTHER_DATABASE_NAME": str(connections["other"].settings_dict["NAME"]),
-        "DJQUEUE_TEST_OUTBOX": "1",
         "PYTHONPATH": str(ROOT),
     }
+
+
+def killed(script: str, redis_url: str, db: str) -> None:
+    """Run ``script`` (given ``db``) in a Django process that kills itself with SIGKILL."""
+    process = subprocess.run(
+        [sys.executable, "-c", script, db], cwd=ROOT, env=child_env(redis_url), capture_output=True
+    )
+    assert process.returncode == -signal.SIGKILL, process.stderr.decode()
+    assert b"not reached" not in process.stdout
+
+
+def start_worker(redis_url: str, log: Path) -> subprocess.Popen[bytes]:
+    """A runworker process relaying the outbox (grace 1 s) of both test databases."""
+    env = {**child_env(redis_url), "DJQUEUE_TEST_OUTBOX": "1"}
     with open(log, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "django", "runworker", "-c", "4", "-q", "default"],
@@ -209,19 +222,7 @@ print("not reached", flush=True)
 
 @pytest.mark.slow
 def test_kill_9_between_commit_and_push_the_job_still_runs(r, redis_url, db, workers, tmp_path):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.django.settings",
-        "DJQUEUE_REDIS_URL": redis_url,
-        "DJQUEUE_TEST_DATABASE_NAME": str(connections["default"].settings_dict["NAME"]),
-        "DJQUEUE_TEST_OTHER_DATABASE_NAME": str(connections["other"].settings_dict["NAME"]),
-        "PYTHONPATH": str(ROOT),
-    }
-    web = subprocess.run(
-        [sys.executable, "-c", KILLED_VIEW, db], cwd=ROOT, env=env, capture_output=True
-    )
-    assert web.returncode == -signal.SIGKILL, web.stderr.decode()
-    assert b"not reached" not in web.stdout
+    killed(KILLED_VIEW, redis_url, db)
     (order,) = Order.objects.using(db).all()
     assert len(rows(db)) == 1 and queued(r) == []  # committed, never pushed
     log = tmp_path / "worker.log"
@@ -295,18 +296,7 @@ print("not reached", flush=True)
 
 def test_a_relay_killed_between_push_and_commit_duplicates_at_most_one_claim(r, redis_url, db):
     jids = old_rows(db, 1000)
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.django.settings",
-        "DJQUEUE_REDIS_URL": redis_url,
-        "DJQUEUE_TEST_DATABASE_NAME": str(connections["default"].settings_dict["NAME"]),
-        "DJQUEUE_TEST_OTHER_DATABASE_NAME": str(connections["other"].settings_dict["NAME"]),
-        "PYTHONPATH": str(ROOT),
-    }
-    relay = subprocess.run(
-        [sys.executable, "-c", KILLED_RELAY, db], cwd=ROOT, env=env, capture_output=True
-    )
-    assert relay.returncode == -signal.SIGKILL, relay.stderr.decode()
+    killed(KILLED_RELAY, redis_url, db)
     assert len(rows(db)) == 1000  # the killed claim rolled back: every row is still there
     while outbox.relay_round(DatabaseSource(db), grace=0):
         pass
