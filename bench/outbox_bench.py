@@ -7,6 +7,12 @@ Run from the repository root::
 
     python -m bench.outbox_bench                                  # SQLite file, 2,000 x 5
     python -m bench.outbox_bench --database-url postgres://postgres@127.0.0.1:5432/test
+    python -m bench.outbox_bench --relay 500,50,20                # the relay, per claim size
+
+``--relay`` measures the other end instead: how fast a worker's relay empties an outbox of
+``--jobs`` rows (all past the grace) into Redis, for each claim size given (rows per claim
+transaction; `djqueue.outbox.CLAIM_SIZE` is the default, 500 was the relay's single claim per
+round before), the sizes taking turns per round.
 
 With a PostgreSQL URL, a database ``djqueue_bench_outbox`` is created next to the one named and
 dropped at the end. Each transaction holds one push and nothing else, so the figure is the
@@ -60,19 +66,25 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2000, help="transactions per loop and round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--database-url", default=None, help="PostgreSQL (default: SQLite)")
+    parser.add_argument(
+        "--relay", default=None, help="claim sizes to compare, e.g. 500,50: measure the relay"
+    )
     options = parser.parse_args()
     if options.database_url:
         postgres_admin(options.database_url, f"DROP DATABASE IF EXISTS {BENCH_DB}")
         postgres_admin(options.database_url, f"CREATE DATABASE {BENCH_DB}")
     try:
         with BenchRedis() as url:
-            run(url, database(options.database_url), options.jobs, options.rounds)
+            sizes = [int(n) for n in options.relay.split(",")] if options.relay else None
+            run(url, database(options.database_url), options.jobs, options.rounds, sizes)
     finally:
         if options.database_url:
             postgres_admin(options.database_url, f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
 
 
-def run(redis_url: str, db: dict[str, object], jobs: int, rounds: int) -> None:
+def run(
+    redis_url: str, db: dict[str, object], jobs: int, rounds: int, sizes: list[int] | None
+) -> None:
     import django
     from django.conf import settings
 
@@ -95,6 +107,9 @@ def run(redis_url: str, db: dict[str, object], jobs: int, rounds: int) -> None:
     def noop(text: str, index: int, extra: dict) -> None:
         pass
 
+    if sizes:
+        relay(noop.job_name, jobs, rounds, sizes)
+        return
     outboxed = noop.set(outbox=True)
 
     def on_commit(n: int) -> None:
@@ -131,6 +146,43 @@ def run(redis_url: str, db: dict[str, object], jobs: int, rounds: int) -> None:
         f"  outbox / on-commit time: median {statistics.median(ratios):.2f}x "
         f"(spread {min(ratios):.2f}-{max(ratios):.2f})"
     )
+
+
+def relay(job_name: str, rows: int, rounds: int, sizes: list[int]) -> None:
+    """Rows per second a relay moves from the table to Redis, per claim size."""
+    import json
+
+    from django.db import connection
+
+    from djqueue import outbox
+    from djqueue.client import get_client
+    from djqueue.contrib.django.models import OutboxJob
+    from djqueue.contrib.django.outbox import DatabaseSource
+
+    client = get_client()
+    source = DatabaseSource("default")
+    rates: dict[int, list[float]] = {size: [] for size in sizes}
+    for _ in range(rounds):
+        for size in sizes:
+            payloads = [
+                client.normalize({"class": job_name, "args": ["string", i, {"mike": "bob"}]})
+                for i in range(rows)
+            ]
+            OutboxJob.objects.bulk_create(
+                OutboxJob(jid=p["jid"], payload=json.dumps(p), created_at=0.0) for p in payloads
+            )
+            started = time.perf_counter()
+            while outbox.relay_round(source, grace=0, claim_size=size):
+                pass
+            rates[size].append(rows / (time.perf_counter() - started))
+            assert client.redis.llen("queue:default") == rows
+            client.redis.delete("queue:default")
+    print(f"database: {connection.vendor}; relay of {rows} rows x {rounds} rounds")
+    for size, found in rates.items():
+        print(
+            f"  claims of {size:>4}: {statistics.median(found):>8,.0f} rows/s "
+            f"(spread {min(found):,.0f}-{max(found):,.0f}); a crash duplicates at most {size}"
+        )
 
 
 if __name__ == "__main__":

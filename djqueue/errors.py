@@ -27,10 +27,11 @@ class RedisUnavailable(DjQueueError, ConnectionError):
     URL with the password removed, so it is safe to log.
     """
 
-    def __init__(self, url: str, cause: BaseException) -> None:
+    def __init__(self, url: str, cause: BaseException, hint: str = "") -> None:
         self.url = url
         self.cause = cause
-        super().__init__(f"Redis at {url} is unavailable: {cause}")
+        self.hint = hint
+        super().__init__(f"Redis at {url} is unavailable: {cause}" + (f"; {hint}" if hint else ""))
 
 
 class PoolExhausted(RedisUnavailable):

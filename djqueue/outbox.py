@@ -7,7 +7,9 @@ commit the pushing process claims its rows, pushes the jobs at once and deletes 
 relay would: `push_own`), and rows left behind
 (Redis was down, the process died in between) are pushed by the workers' relay duty. The
 Django app and flask_djqueue own the table and the transactions; this module holds what they
-share: the row's text, the push of claimed rows, the relay round, and the figures.
+share: the row's text, the push of claimed rows, the relay round, the figures, and
+`write_or_keep`, which keeps in the table the jobs of plain enqueue-on-commit whose push after
+the commit met Redis down.
 
 A row younger than ``grace`` seconds is left to the process that wrote it: its own push after
 the commit is normally done within milliseconds, and a relay taking the row meanwhile would
@@ -21,15 +23,16 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from .client import Client, get_client
+from .client import Client, batched, get_client
 from .config import Settings
-from .errors import PayloadTooLarge
+from .errors import PayloadTooLarge, RedisUnavailable
 from .payload import Payload, dumps
 
 logger = logging.getLogger("djqueue.outbox")
@@ -38,7 +41,12 @@ logger = logging.getLogger("djqueue.outbox")
 DUTY = "outbox"
 #: Seconds a row is left to the process that wrote it before a relay may take it.
 GRACE_SECONDS = 10.0
-#: Rows a relay claims, pushes (one Redis round trip) and deletes per transaction.
+#: Rows claimed, pushed (one Redis round trip) and deleted per transaction: a relay (or a
+#: writer) killed between its push and its commit leaves these rows to be pushed again, so this
+#: is the most such a crash can duplicate. ``bench/outbox_bench.py --relay`` measures the cost.
+CLAIM_SIZE = 50
+#: Rows a relay round moves at most (in claims of `CLAIM_SIZE`) before it publishes its
+#: figures; a full round makes the duty go on at once.
 BATCH_SIZE = 500
 
 
@@ -86,6 +94,27 @@ class Source(Protocol):
         """The row count and the oldest row's ``created_at``."""
 
 
+#: The outbox table's name, in Django and SQLAlchemy alike.
+TABLE = "djqueue_outbox"
+
+
+@contextmanager
+def naming_fix(fix: str) -> Iterator[None]:
+    """A database error that names the outbox table (it was never created) gets ``fix`` as a
+    note, so the traceback says what to do; the error keeps its type for the caller. Python
+    3.10 has no notes: the fix is logged there instead."""
+    try:
+        yield
+    except Exception as exc:
+        if TABLE in str(exc):
+            message = f"djqueue: the outbox table is missing: {fix}"
+            if sys.version_info >= (3, 11):
+                exc.add_note(message)
+            else:
+                logger.error(message)
+        raise
+
+
 def row_text(payload: Payload, settings: Settings) -> str:
     """The JSON a row keeps: the payload as the client would push it (``at`` included).
     A job too large to push is refused now, while the caller can still see the error."""
@@ -124,17 +153,29 @@ def relay_round(
     grace: float = GRACE_SECONDS,
     limit: int = BATCH_SIZE,
     client: Client | None = None,
+    claim_size: int = CLAIM_SIZE,
 ) -> int:
-    """Claim, push and delete one batch of rows older than ``grace``; returns how many.
+    """Claim, push and delete up to ``limit`` rows older than ``grace``, ``claim_size`` rows per
+    transaction; returns how many.
 
     The rows are deleted inside the claim's transaction before the push, and the push happens
     before the commit: a push that fails rolls the deletion back; a commit that fails after a
-    push leaves the rows to be pushed again (at least once).
+    push (the relay killed in between) leaves that claim's rows to be pushed again (at least
+    once). Hence one transaction per claim rather than per round: a crash duplicates at most
+    ``claim_size`` jobs, while a claim still spreads its database and Redis round trips over
+    many rows.
     """
-    with source.claim(time.time() - grace, limit) as rows:
-        if rows:
-            push_rows(rows, client)
-    return len(rows)
+    cutoff = time.time() - grace
+    done = 0
+    while done < limit:
+        wanted = min(claim_size, limit - done)
+        with source.claim(cutoff, wanted) as rows:
+            if rows:
+                push_rows(rows, client)
+        done += len(rows)
+        if len(rows) < wanted:
+            break
+    return done
 
 
 def relay_duty(
@@ -150,8 +191,12 @@ def relay_duty(
         full = False
         size, oldest = 0, None
         for source in sources():
-            full = relay_round(source, grace, limit) == limit or full
             count, first = source.figures()
+            # A claim takes SQLite's write lock even when it finds nothing: an outbox with no
+            # row past the grace (the usual case, since writers push their own) is only read.
+            if first is not None and first < time.time() - grace:
+                full = relay_round(source, grace, limit) == limit or full
+                count, first = source.figures()
             size += count
             if first is not None and (oldest is None or first < oldest):
                 oldest = first
@@ -184,6 +229,42 @@ def published(settings: Settings | None = None) -> tuple[OutboxStats, float] | N
     return OutboxStats.of(figures.size, figures.oldest, now), max(0.0, now - figures.at)
 
 
+def write_or_keep(
+    held: Sequence[tuple[Payload | None, Callable[[], Any]]],
+    keep: Callable[[list[Payload]], bool],
+    fix: str,
+) -> None:
+    """After a commit, the writes held for it (each with its payload, or None for a write that
+    is not a push): called together, one round trip per client (`batched`).
+
+    If Redis is unavailable the data has committed already, so the job would be lost and the
+    user, seeing an error, would submit again and get a duplicate. Where the outbox table
+    exists, ``keep`` writes the jobs there (a new short transaction on the same database) and
+    a worker's relay pushes them: nothing raises, one warning is logged. Where it does not
+    (``keep`` returns False; it looks only now, as the normal commit must not pay for it),
+    `RedisUnavailable` is raised with ``fix`` (how to create the table) in its message. The
+    payloads are copied first: a failed push has already taken ``at`` out of a scheduled job.
+    """
+    kept = [dict(payload) for payload, _ in held if payload is not None]
+    try:
+        with batched():
+            for _, write in held:
+                write()
+    except RedisUnavailable as exc:
+        if not kept:
+            raise
+        if not keep(kept):
+            raise RedisUnavailable(exc.url, exc.cause, hint=fix) from exc
+        logger.warning(
+            "outbox: Redis at %s was unavailable at commit; %d job(s) kept in the outbox, a "
+            "worker's relay will push them (%s)",
+            exc.url,
+            len(kept),
+            ", ".join(f"{p['class']} {p['jid']}" for p in kept[:5])
+            + (" ..." if len(kept) > 5 else ""),
+        )
+
+
 def push_own(source: Source, ids: Sequence[int], client: Client | None = None) -> bool:
     """After a commit, the writing process's own push of its rows ``ids``: claimed as a relay
     claims rows (deleted in a transaction, rows a relay holds skipped or waited for), pushed,
@@ -193,8 +274,8 @@ def push_own(source: Source, ids: Sequence[int], client: Client | None = None) -
     back and leaves the rows to the relay (logged as a warning). Returns whether every push
     went through."""
     try:
-        for start in range(0, len(ids), BATCH_SIZE):
-            chunk = ids[start : start + BATCH_SIZE]
+        for start in range(0, len(ids), CLAIM_SIZE):
+            chunk = ids[start : start + CLAIM_SIZE]
             with source.claim(math.inf, len(chunk), chunk) as rows:
                 if rows:
                     push_rows(rows, client)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,10 +22,11 @@ PREFIX = "DJQUEUE_"
 
 #: The extension's own keys (without the prefix) and their defaults.
 APP_DEFAULTS: dict[str, Any] = {
-    # Pushes inside a SQLAlchemy transaction with pending writes wait for its commit;
+    # Pushes made while a SQLAlchemy session is in a transaction wait for its commit;
     # "outbox" writes them to the outbox table in the transaction instead.
     "ENQUEUE_ON_COMMIT": True,
-    # Workers relay the outbox; None: when ENQUEUE_ON_COMMIT is "outbox".
+    # Workers relay the outbox; None: when ENQUEUE_ON_COMMIT is True or "outbox" (a push that
+    # meets Redis down at commit is kept in the outbox table in either mode).
     "OUTBOX_RELAY": None,
     # Seconds a new outbox row is left to the process that wrote it before a relay takes it.
     "OUTBOX_GRACE": 10.0,
@@ -52,13 +54,34 @@ class AppOptions:
     outbox_grace: float = 10.0
 
     @property
-    def relays_outbox(self) -> bool:
-        """Whether this app's workers relay its outbox, and its dashboard and ``flask djqueue
-        stats`` show it: only then is `flask_djqueue.outbox`, and with it SQLAlchemy, imported
-        (the ``flask`` extra does not install SQLAlchemy)."""
+    def outbox_chosen(self) -> bool:
+        """Whether the app chose the outbox (``DJQUEUE_ENQUEUE_ON_COMMIT = "outbox"``, or
+        ``DJQUEUE_OUTBOX_RELAY = True``): SQLAlchemy is then required, and the outbox's
+        figures are always shown (otherwise only while rows wait)."""
         if self.outbox_relay is not None:
             return self.outbox_relay
         return self.enqueue_on_commit == "outbox"
+
+    @property
+    def relays_outbox(self) -> bool:
+        """Whether this app's workers relay its outbox, and its dashboard and ``flask djqueue
+        stats`` show it: when chosen, and by default whenever pushes wait for commits and
+        SQLAlchemy is installed (a push that meets Redis down at commit is kept in the outbox
+        table where it exists). Only then is `flask_djqueue.outbox`, and with it SQLAlchemy,
+        imported (the ``flask`` extra does not install SQLAlchemy)."""
+        if self.outbox_relay is not None or self.enqueue_on_commit == "outbox":
+            return self.outbox_chosen
+        return bool(self.enqueue_on_commit) and _sqlalchemy_installed()
+
+
+@functools.cache
+def _sqlalchemy_installed() -> bool:
+    """Imported, not merely found: asked only where the outbox would be used next."""
+    try:
+        import sqlalchemy  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def read(config: Mapping[str, Any]) -> tuple[Settings, AppOptions]:
@@ -108,7 +131,7 @@ def _options(values: Mapping[str, Any]) -> AppOptions:
             PREFIX + "TESTING", f"must be 'fake', 'inline' or None, got {testing!r}"
         )
     options = AppOptions(on_commit, header, tuple(keys), testing, relay, float(grace))
-    if options.relays_outbox or on_commit == "outbox":
+    if options.outbox_chosen:
         try:
             import sqlalchemy  # noqa: F401
         except ImportError:

@@ -35,12 +35,13 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    inspect,
     select,
     update,
 )
 from sqlalchemy.engine import Engine
 
-from djqueue import outbox
+from djqueue import config, outbox
 from djqueue.outbox import OutboxStats, Row
 from djqueue.payload import Payload
 
@@ -52,7 +53,7 @@ outbox_metadata = MetaData()
 
 #: ``djqueue_outbox``: the same columns as the Django app's table.
 outbox_table = Table(
-    "djqueue_outbox",
+    outbox.TABLE,
     outbox_metadata,
     Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
     Column("jid", String(64), nullable=False),
@@ -69,14 +70,15 @@ SKIP_LOCKED = frozenset(("postgresql", "mysql", "mariadb", "oracle"))
 
 def write(session: Any, payload: Payload, call_next: Callable[[], Any], state: AppState) -> None:
     """Insert the job's row through ``session``; push it once the session commits."""
-    result = session.execute(
-        insert(outbox_table).values(
-            jid=payload["jid"],
-            payload=outbox.row_text(payload, state.settings),
-            run_at=payload.get("at"),
-            created_at=time.time(),
+    with outbox.naming_fix(sessions.CREATE_TABLE):
+        result = session.execute(
+            insert(outbox_table).values(
+                jid=payload["jid"],
+                payload=outbox.row_text(payload, state.settings),
+                run_at=payload.get("at"),
+                created_at=time.time(),
+            )
         )
-    )
     pk = result.inserted_primary_key[0]
     transaction = session.get_nested_transaction() or session.get_transaction()
     flushes = session.info.setdefault(_FLUSHES, weakref.WeakKeyDictionary())
@@ -100,6 +102,37 @@ class _Flush:
 
     def __call__(self) -> None:
         outbox.push_own(EngineSource(self.engine), self.rows)
+
+
+def keep(session: Any, payloads: list[Payload]) -> bool:
+    """Enqueue-on-commit's jobs whose push after ``session``'s commit met Redis down: rows
+    inserted in a transaction of their own on the session's engine, for a worker to relay
+    (`djqueue.outbox.write_or_keep`). False when that database has no outbox table."""
+    try:
+        engine = session.get_bind()
+    except Exception:  # several binds and none for a plain statement: no single database
+        return False
+    if not _has_table(engine):
+        return False
+    settings = config.get_settings()
+    with engine.begin() as connection:
+        connection.execute(
+            insert(outbox_table),
+            [
+                {
+                    "jid": payload["jid"],
+                    "payload": outbox.row_text(payload, settings),
+                    "run_at": payload.get("at"),
+                    "created_at": time.time(),
+                }
+                for payload in payloads
+            ],
+        )
+    return True
+
+
+def _has_table(engine: Engine) -> bool:
+    return bool(inspect(engine).has_table(outbox_table.name))
 
 
 def _delete(connection: Any, pks: list[int]) -> None:
@@ -155,15 +188,27 @@ def engine_of(app: Flask) -> Engine | None:
     return getattr(extension, "engine", None) if extension is not None else None
 
 
+def sources(app: Flask) -> list[EngineSource]:
+    """The app's outbox engine, when it has the table (an app that never created it relays
+    nothing, silently: it chose no outbox)."""
+    engine = engine_of(app)
+    if engine is None:
+        return []
+    if engine not in _with_table:
+        if not _has_table(engine):
+            return []
+        _with_table.add(engine)
+    return [EngineSource(engine)]
+
+
+_with_table: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
 def relay_duty(app: Flask, state: AppState) -> Callable[[], bool]:
     """The worker's relay duty for ``app``: each round in a fresh app context."""
 
-    def sources() -> list[EngineSource]:
-        engine = engine_of(app)
-        return [EngineSource(engine)] if engine is not None else []
-
     duty = outbox.relay_duty(
-        sources,
+        lambda: sources(app),
         grace=state.options.outbox_grace,
         identity=lambda: f"{socket.gethostname()}:{os.getpid()}",
     )
@@ -176,13 +221,15 @@ def relay_duty(app: Flask, state: AppState) -> Callable[[], bool]:
 
 
 def stats(app: Flask) -> OutboxStats | None:
-    """Rows waiting in ``app``'s outbox; None when the outbox is not in use (call in the app
-    context)."""
+    """Rows waiting in ``app``'s outbox; None when the outbox is not in use, or was not chosen
+    and is empty (call in the app context)."""
     state = state_of(app)
     if state is None or not state.options.relays_outbox:
         return None
-    engine = engine_of(app)
-    if engine is None:
+    found = sources(app)
+    if not found:
         return None
-    size, oldest = EngineSource(engine).figures()
+    size, oldest = found[0].figures()
+    if not size and not state.options.outbox_chosen:
+        return None
     return OutboxStats.of(size, oldest)

@@ -1,6 +1,7 @@
 """Enqueue on commit: in an app that uses DjQueue, a push made while a SQLAlchemy session of
-this thread has uncommitted writes is written when that session commits, and not at all if it
-rolls back (as the Django app does with ``transaction.atomic``).
+this thread is in a transaction is written when that session commits, and not at all if it
+rolls back its writes (as the Django app does with ``transaction.atomic``); if Redis is down
+then, the job is kept in the outbox table where it exists.
 
 A client middleware, last in the chain: the rest of the chain (and any middleware that would
 stop the push) runs at call time, only the write waits, and the caller gets the jid at once.
@@ -9,7 +10,7 @@ is taken out of the payload here, so it never reaches Redis. Outside an app that
 the middleware does nothing at all. ``DJQUEUE_ENQUEUE_ON_COMMIT = "outbox"`` or
 ``.set(outbox=True)`` inserts the job as a row of the outbox table through the session instead
 (`flask_djqueue.outbox`): pushed after the commit, relayed by workers if that push failed.
-`flask_djqueue.sessions` knows which sessions hold writes and when they end.
+`flask_djqueue.sessions` knows which sessions are in a transaction and how it ends.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class EnqueueOnCommit:
             use_outbox = on_commit == "outbox"
         if not on_commit and not use_outbox:
             return call_next()
-        pending = sessions.with_writes()
+        pending = sessions.in_transaction()
         if not pending:
             return call_next()
         if use_outbox:
@@ -44,5 +45,5 @@ class EnqueueOnCommit:
 
             outbox.write(pending[0], payload, call_next, state)
         else:
-            sessions.hold(call_next, pending)
+            sessions.hold(call_next, pending, payload)
         return payload

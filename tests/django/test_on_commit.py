@@ -1,15 +1,25 @@
-"""Enqueue on commit, on a real database and a real Redis."""
+"""Enqueue on commit, on a real database and a real Redis (a redis-server of the test's own
+where Redis must be down)."""
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Iterator
+
 import pytest
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.test import override_settings
 
+import djqueue
+from djqueue import outbox
+from djqueue.contrib.django.models import OutboxJob
+from djqueue.contrib.django.outbox import DatabaseSource
 from djqueue.errors import RedisUnavailable
 from tests.django.conftest import queued
 from tests.django.testapp.jobs import count_orders, mark_order
 from tests.django.testapp.models import Order
+from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -137,15 +147,70 @@ def test_without_using_it_waits_for_every_open_transaction(r):
     assert [j["args"] for j in queued(r)] == [[1]]
 
 
-def test_redis_down_at_commit_raises_after_the_data_is_committed(r):
-    import djqueue
+@pytest.fixture
+def stopped_redis() -> Iterator[RedisServer]:
+    """djqueue configured on a real redis-server that is then stopped (started again by the
+    test when Redis comes back, empty, on the same port)."""
+    own = RedisServer().start()
+    djqueue.configure(redis_url=own.url)
+    own.stop()
+    yield own
+    own.close()
 
-    djqueue.configure(redis_url="redis://127.0.0.1:1/0", connect_timeout=0.2)
-    with pytest.raises(RedisUnavailable):
+
+def test_redis_down_at_commit_keeps_the_jobs_in_the_outbox(client, stopped_redis):
+    response = client.post("/orders/", {"name": "kept"})
+    assert response.status_code == 200  # the view does not fail once its data committed
+    with transaction.atomic():
+        Order.objects.create(name="later")
+        later = mark_order.perform_in(3600, 2)
+    order = Order.objects.get(pk=response.json()["id"])
+    kept = list(OutboxJob.objects.order_by("pk"))
+    assert [row.jid for row in kept] == [response.json()["jid"], later]
+    assert json.loads(kept[0].payload)["args"] == [order.pk]
+    assert kept[1].run_at is not None and kept[1].run_at > time.time() + 3500
+    stopped_redis.start()  # Redis is back: a worker's relay pushes them
+    while outbox.relay_round(DatabaseSource("default"), grace=0):
+        pass
+    r = stopped_redis.client()
+    assert [j["jid"] for j in queued(r)] == [response.json()["jid"]]
+    assert [json.loads(m)["jid"] for m in r.zrange("schedule", 0, -1)] == [later]
+    assert not OutboxJob.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "other"])
+def test_a_push_waiting_for_two_databases_is_kept_in_the_first_with_the_table(stopped_redis):
+    with transaction.atomic(using="other"):
+        with transaction.atomic():
+            jid = mark_order.perform_later(1)
+    assert [row.jid for row in OutboxJob.objects.using("default")] == [jid]
+    assert not OutboxJob.objects.using("other").exists()
+
+
+@pytest.fixture
+def without_outbox_table() -> Iterator[None]:
+    """The default database as a project that never ran ``migrate djqueue`` has it."""
+    with connection.schema_editor() as editor:
+        editor.delete_model(OutboxJob)
+    yield
+    with connection.schema_editor() as editor:
+        editor.create_model(OutboxJob)
+
+
+def test_redis_down_at_commit_without_the_outbox_table_says_to_migrate(
+    stopped_redis, without_outbox_table
+):
+    with pytest.raises(RedisUnavailable, match=r"run `python manage.py migrate djqueue`"):
         with transaction.atomic():
             Order.objects.create(name="kept")
             mark_order.perform_later(1)
     assert Order.objects.filter(name="kept").exists()
+
+
+def test_the_outbox_without_its_table_says_to_migrate(r, without_outbox_table):
+    with pytest.raises(DatabaseError) as raised, transaction.atomic():
+        mark_order.set(outbox=True).perform_later(1)
+    assert "run `python manage.py migrate djqueue`" in "\n".join(raised.value.__notes__)
 
 
 @pytest.mark.django_db(transaction=False)

@@ -18,8 +18,11 @@ from django.db import connections, transaction
 from django.test import override_settings
 
 import djqueue
+from djqueue import outbox
 from djqueue.client import Client
 from djqueue.contrib.django.models import OutboxJob
+from djqueue.contrib.django.outbox import DatabaseSource
+from djqueue.errors import RedisUnavailable
 from djqueue.outbox import DUTY
 from djqueue.worker import duties
 from tests import worker_support
@@ -43,17 +46,30 @@ def rows(db: str) -> list[OutboxJob]:
     return list(OutboxJob.objects.using(db).order_by("pk"))
 
 
-def start_worker(redis_url: str, log: Path) -> subprocess.Popen[bytes]:
-    """A runworker process relaying the outbox (grace 1 s) of both test databases."""
-    env = {
+def child_env(redis_url: str) -> dict[str, str]:
+    """The environment of a Django process on the test's Redis and databases."""
+    return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.django.settings",
         "DJQUEUE_REDIS_URL": redis_url,
         "DJQUEUE_TEST_DATABASE_NAME": str(connections["default"].settings_dict["NAME"]),
         "DJQUEUE_TEST_OTHER_DATABASE_NAME": str(connections["other"].settings_dict["NAME"]),
-        "DJQUEUE_TEST_OUTBOX": "1",
         "PYTHONPATH": str(ROOT),
     }
+
+
+def killed(script: str, redis_url: str, db: str) -> None:
+    """Run ``script`` (given ``db``) in a Django process that kills itself with SIGKILL."""
+    process = subprocess.run(
+        [sys.executable, "-c", script, db], cwd=ROOT, env=child_env(redis_url), capture_output=True
+    )
+    assert process.returncode == -signal.SIGKILL, process.stderr.decode()
+    assert b"not reached" not in process.stdout
+
+
+def start_worker(redis_url: str, log: Path) -> subprocess.Popen[bytes]:
+    """A runworker process relaying the outbox (grace 1 s) of both test databases."""
+    env = {**child_env(redis_url), "DJQUEUE_TEST_OUTBOX": "1"}
     with open(log, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "django", "runworker", "-c", "4", "-q", "default"],
@@ -206,19 +222,7 @@ print("not reached", flush=True)
 
 @pytest.mark.slow
 def test_kill_9_between_commit_and_push_the_job_still_runs(r, redis_url, db, workers, tmp_path):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.django.settings",
-        "DJQUEUE_REDIS_URL": redis_url,
-        "DJQUEUE_TEST_DATABASE_NAME": str(connections["default"].settings_dict["NAME"]),
-        "DJQUEUE_TEST_OTHER_DATABASE_NAME": str(connections["other"].settings_dict["NAME"]),
-        "PYTHONPATH": str(ROOT),
-    }
-    web = subprocess.run(
-        [sys.executable, "-c", KILLED_VIEW, db], cwd=ROOT, env=env, capture_output=True
-    )
-    assert web.returncode == -signal.SIGKILL, web.stderr.decode()
-    assert b"not reached" not in web.stdout
+    killed(KILLED_VIEW, redis_url, db)
     (order,) = Order.objects.using(db).all()
     assert len(rows(db)) == 1 and queued(r) == []  # committed, never pushed
     log = tmp_path / "worker.log"
@@ -245,6 +249,61 @@ def test_two_workers_relay_1000_rows_each_pushed_once(r, redis_url, db, workers,
     assert len({x["jid"] for x in reports}) == 1000
     assert rows(db) == []
     assert r.llen("queue:default") == 0 and r.zcard("retry") == 0
+
+
+def old_rows(db: str, count: int) -> list[str]:
+    """``count`` rows of note(n) past any grace, as a commit that never pushed leaves them."""
+    client = Client()
+    payloads = [client.normalize({"class": note.job_name, "args": [n]}) for n in range(count)]
+    OutboxJob.objects.using(db).bulk_create(
+        OutboxJob(jid=p["jid"], payload=json.dumps(p), created_at=time.time() - 60)
+        for p in payloads
+    )
+    return [p["jid"] for p in payloads]
+
+
+def test_a_relay_round_with_redis_down_keeps_every_row(db):
+    jids = old_rows(db, 120)
+    own = RedisServer().start()
+    djqueue.configure(redis_url=own.url)
+    own.stop()
+    with pytest.raises(RedisUnavailable):
+        outbox.relay_round(DatabaseSource(db), grace=0)
+    assert [row.jid for row in rows(db)] == jids  # the failed push rolled the claim back
+    own.start()  # Redis is back (empty): the next round pushes them all
+    assert outbox.relay_round(DatabaseSource(db), grace=0) == 120
+    assert [j["jid"] for j in queued(own.client())] == jids and rows(db) == []
+    own.close()
+
+
+KILLED_RELAY = """
+import os, signal, sys
+import django
+django.setup()
+from djqueue import outbox
+from djqueue.client import Client
+from djqueue.contrib.django.outbox import DatabaseSource
+
+class KilledAfterPush(Client):
+    def raw_push(self, payloads):
+        super().raw_push(payloads)  # the jobs are in Redis; the claim never commits
+        os.kill(os.getpid(), signal.SIGKILL)
+
+outbox.relay_round(DatabaseSource(sys.argv[1]), grace=0, client=KilledAfterPush())
+print("not reached", flush=True)
+"""
+
+
+def test_a_relay_killed_between_push_and_commit_duplicates_at_most_one_claim(r, redis_url, db):
+    jids = old_rows(db, 1000)
+    killed(KILLED_RELAY, redis_url, db)
+    assert len(rows(db)) == 1000  # the killed claim rolled back: every row is still there
+    while outbox.relay_round(DatabaseSource(db), grace=0):
+        pass
+    pushed = [j["jid"] for j in queued(r)]
+    assert sorted(set(pushed)) == sorted(jids)  # nothing lost
+    assert len(pushed) - len(jids) <= outbox.CLAIM_SIZE  # what the crash pushed twice
+    assert rows(db) == []
 
 
 # -- checks and figures -----------------------------------------------------------------------

@@ -17,9 +17,13 @@ import flask
 import pytest
 import redis
 from sqlalchemy import create_engine, insert, select, text
+from sqlalchemy.exc import DBAPIError
 
+import djqueue
+from djqueue import outbox
 from djqueue.client import Client
-from flask_djqueue.outbox import outbox_metadata, outbox_table
+from djqueue.errors import RedisUnavailable
+from flask_djqueue.outbox import EngineSource, outbox_metadata, outbox_table
 from tests import worker_support
 from tests.redis_server import RedisServer
 
@@ -129,6 +133,43 @@ def test_commit_pushes_at_once_and_deletes_the_row(app: flask.Flask, r: redis.Re
     assert [j["jid"] for j in queued(r)] == [jid]
     assert "outbox" not in queued(r)[0]
     assert rows(app) == []
+
+
+def test_the_outbox_without_its_table_says_how_to_create_it(redis_url: str, database: str) -> None:
+    app = create_app(
+        SQLALCHEMY_DATABASE_URI=database,
+        DJQUEUE_REDIS_URL=redis_url,
+        DJQUEUE_ENQUEUE_ON_COMMIT="outbox",
+    )
+    with app.app_context():
+        db.create_all()  # the app's tables, not outbox_metadata's
+        db.session.add(Order(name="a"))
+        with pytest.raises(DBAPIError) as raised:
+            confirm_order.perform_later(1)
+        db.session.rollback()
+        db.engine.dispose()
+    assert "outbox_metadata.create_all(db.engine)" in "\n".join(raised.value.__notes__)
+
+
+def test_a_relay_round_with_redis_down_keeps_every_row(app: flask.Flask) -> None:
+    client = Client()
+    payloads = [client.normalize({"class": "shop.count_orders", "args": []}) for _ in range(80)]
+    with app.app_context(), db.engine.begin() as connection:
+        connection.execute(
+            insert(outbox_table),
+            [{"jid": p["jid"], "payload": json.dumps(p), "created_at": 1.0} for p in payloads],
+        )
+    own = RedisServer().start()
+    app.extensions["djqueue"].configured = djqueue.Settings(redis_url=own.url)
+    own.stop()
+    with app.app_context():
+        with pytest.raises(RedisUnavailable):
+            outbox.relay_round(EngineSource(db.engine), grace=0)
+        assert [row.jid for row in rows(app)] == [p["jid"] for p in payloads]
+        own.start()  # Redis is back: the next round pushes them all
+        assert outbox.relay_round(EngineSource(db.engine), grace=0) == 80
+    assert len(queued(own.client())) == 80 and rows(app) == []
+    own.close()
 
 
 def test_rollback_leaves_no_row_and_no_job(client: Any, app: flask.Flask, r: redis.Redis) -> None:

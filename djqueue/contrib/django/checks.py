@@ -94,9 +94,9 @@ STALE_OUTBOX_SECONDS = 60.0
 
 
 def _outbox_in_use() -> bool:
-    from .outbox import relay_enabled
+    from .outbox import outbox_chosen
 
-    return relay_enabled()
+    return outbox_chosen()
 
 
 def _check_relay(settings: Settings, client: Any) -> list[checks.CheckMessage]:

@@ -20,7 +20,8 @@ APP_DEFAULTS: dict[str, Any] = {
     # Pushes inside transaction.atomic() wait for the outermost commit; "outbox" writes them
     # to the outbox table in the transaction instead (pushed after the commit, or relayed).
     "ENQUEUE_ON_COMMIT": True,
-    # Workers relay the outbox; None: when ENQUEUE_ON_COMMIT is "outbox".
+    # Workers relay the outbox; None: when ENQUEUE_ON_COMMIT is True or "outbox" (a push that
+    # meets Redis down at commit is kept in the outbox table in either mode).
     "OUTBOX_RELAY": None,
     # Seconds a new outbox row is left to the process that wrote it before a relay takes it.
     "OUTBOX_GRACE": 10.0,

@@ -39,16 +39,17 @@ def _model() -> Any:
 
 def write(payload: Payload, call_next: Callable[[], Any], alias: str) -> None:
     """Insert the job's row in ``alias``'s open transaction; push it once that commits."""
-    row = (
-        _model()
-        .objects.using(alias)
-        .create(
-            jid=payload["jid"],
-            payload=outbox.row_text(payload, config.get_settings()),
-            run_at=payload.get("at"),
-            created_at=time.time(),
+    with outbox.naming_fix(CREATE_TABLE):
+        row = (
+            _model()
+            .objects.using(alias)
+            .create(
+                jid=payload["jid"],
+                payload=outbox.row_text(payload, config.get_settings()),
+                run_at=payload.get("at"),
+                created_at=time.time(),
+            )
         )
-    )
     _on_commit(row.pk, alias)
 
 
@@ -76,6 +77,55 @@ def _on_commit(pk: int, alias: str) -> None:
     flush = _Flush(alias)
     flush.rows.append(pk)
     transaction.on_commit(flush, using=alias)
+
+
+#: How the outbox table is created.
+CREATE_TABLE = "run `python manage.py migrate djqueue` (creates djqueue_outbox)"
+#: What `RedisUnavailable` at commit says when no database of the push has the outbox table.
+MISSING_TABLE_FIX = (
+    "the transaction committed but its job could not be pushed, and no database it waited "
+    f"for has the outbox table to keep it in: {CREATE_TABLE} so such jobs are kept and "
+    "relayed by a worker"
+)
+
+
+def write_held(held: list[tuple[Payload | None, Callable[[], Any]]], aliases: list[str]) -> None:
+    """Enqueue-on-commit's writes after the commit of ``aliases``; with Redis down, the jobs
+    go to the outbox of the first of them that has the table (`djqueue.outbox.write_or_keep`)."""
+    outbox.write_or_keep(held, lambda payloads: _keep(aliases, payloads), MISSING_TABLE_FIX)
+
+
+def _keep(aliases: list[str], payloads: list[Payload]) -> bool:
+    """The rows of jobs whose push failed after the commit, in a transaction of their own in
+    the first of ``aliases`` with the table; False when none has it."""
+    alias = next((alias for alias in aliases if _has_table(alias)), None)
+    if alias is None:
+        return False
+    settings = config.get_settings()
+    model = _model()
+    with transaction.atomic(using=alias):
+        model.objects.using(alias).bulk_create(
+            model(
+                jid=payload["jid"],
+                payload=outbox.row_text(payload, settings),
+                run_at=payload.get("at"),
+                created_at=time.time(),
+            )
+            for payload in payloads
+        )
+    return True
+
+
+def _has_table(alias: str) -> bool:
+    """Whether the routers let the outbox live in ``alias`` and its table is there (looked up
+    each time: this runs only when a push failed, and a table may be created meanwhile)."""
+    model = _model()
+    if not router.allow_migrate_model(alias, model):
+        return False
+    try:
+        return model._meta.db_table in connections[alias].introspection.table_names()
+    except DatabaseError:
+        return False
 
 
 def delete(alias: str, pks: list[int]) -> None:
@@ -131,20 +181,14 @@ class DatabaseSource:
 def sources() -> list[DatabaseSource]:
     """A source per database the outbox table may live in (the routers allow migrating it)
     and does: an alias without the table (not migrated) is skipped."""
-    model = _model()
     found = []
     for alias in connections:
-        if not router.allow_migrate_model(alias, model):
-            continue
         if alias not in _with_table:
             try:
-                tables = connections[alias].introspection.table_names()
-            except DatabaseError:
-                continue
+                if not _has_table(alias):
+                    continue
             finally:
                 connections[alias].close_if_unusable_or_obsolete()
-            if model._meta.db_table not in tables:
-                continue
             _with_table.add(alias)
         found.append(DatabaseSource(alias))
     return found
@@ -154,8 +198,19 @@ _with_table: set[str] = set()
 
 
 def relay_enabled() -> bool:
-    """Whether workers relay: ``OUTBOX_RELAY``, or when unset, whether the outbox is the
-    setting (``ENQUEUE_ON_COMMIT: "outbox"``)."""
+    """Whether workers relay: ``OUTBOX_RELAY``, or when unset, whether pushes wait for commits
+    (``ENQUEUE_ON_COMMIT`` True or ``"outbox"``): a push that meets Redis down at commit is
+    kept in the outbox in either mode. A database without the table costs the relay nothing."""
+    relay = conf.option("OUTBOX_RELAY")
+    if relay is None:
+        return bool(conf.option("ENQUEUE_ON_COMMIT"))
+    return bool(relay)
+
+
+def outbox_chosen() -> bool:
+    """Whether the project chose the outbox (``ENQUEUE_ON_COMMIT: "outbox"``, or
+    ``OUTBOX_RELAY: True`` for ``.set(outbox=True)``): then a missing relay is warned about
+    and the outbox's figures are always shown; otherwise they are shown when rows wait."""
     relay = conf.option("OUTBOX_RELAY")
     if relay is None:
         return bool(conf.option("ENQUEUE_ON_COMMIT") == "outbox")

@@ -14,17 +14,20 @@ outbox table in the transaction instead (`djqueue.contrib.django.outbox`), so a 
 longer lose it; ``.set(outbox=False)`` turns that off for one push.
 
 Jobs held in one batch (``perform_bulk``) are written together at commit, one round trip per
-batch, through `djqueue.client.batched`.
+batch, through `djqueue.client.batched`. If Redis is unavailable at that moment, the jobs go to
+the outbox table in a new short transaction (`djqueue.outbox.write_or_keep`), where a worker
+relays them; only a database without the table (not migrated) raises `RedisUnavailable`,
+saying so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
-from djqueue.client import batched, current_batch
+from djqueue.client import current_batch
 
 from . import conf, outbox
 
@@ -51,7 +54,8 @@ class EnqueueOnCommit:
         if use_outbox:
             outbox.write(payload, call_next, pending[0])
         else:
-            _hold(call_next, pending)
+            held = _Held(payload, call_next, pending, pending[1:])
+            _on_commit(held, pending[0], current_batch())
         return payload
 
 
@@ -62,33 +66,39 @@ def _open_aliases() -> list[str]:
     return aliases
 
 
-def _hold(write: Callable[[], Any], aliases: list[str]) -> None:
-    """Call ``write`` once every alias in ``aliases`` is out of its atomic block (committed)."""
-    pending = [alias for alias in aliases if connections[alias].in_atomic_block]
-    if not pending:
-        write()
-        return
-    alias, rest = pending[0], pending[1:]
-    _on_commit(lambda: _hold(write, rest), alias)
+class _Held(NamedTuple):
+    """A push waiting for the commit of every database in ``aliases``; ``rest``: those it
+    still waits for once the callback it is in runs."""
+
+    payload: dict[str, Any]
+    write: Callable[[], Any]
+    aliases: list[str]
+    rest: list[str]
 
 
 class _Batch:
-    """One on-commit callback for the jobs of one client batch, written in one round trip."""
+    """One on-commit callback for the pushes of one client batch (or one push), written in one
+    round trip; a push still waiting for another database's commit moves on to that one."""
 
     def __init__(self, token: object) -> None:
         self.token = token
-        self.calls: list[Callable[[], Any]] = []
+        self.calls: list[_Held] = []
 
     def __call__(self) -> None:
-        with batched():
-            for call in self.calls:
-                call()
+        ready = []
+        for held in self.calls:
+            pending = [alias for alias in held.rest if connections[alias].in_atomic_block]
+            if pending:
+                _on_commit(held._replace(rest=pending[1:]), pending[0], self.token)
+            else:
+                ready.append(held)
+        if ready:
+            outbox.write_held([(held.payload, held.write) for held in ready], ready[0].aliases)
 
 
-def _on_commit(callback: Callable[[], Any], alias: str) -> None:
-    """``transaction.on_commit``, joining the previous job's callback when both came from the
+def _on_commit(held: _Held, alias: str, token: object | None) -> None:
+    """``transaction.on_commit``, joining the previous push's callback when both came from the
     same batch (``perform_bulk``) at the same savepoint, so they share its fate and its write."""
-    token = current_batch()
     if token is not None:
         connection = connections[alias]
         last = connection.run_on_commit[-1] if connection.run_on_commit else None
@@ -98,8 +108,8 @@ def _on_commit(callback: Callable[[], Any], alias: str) -> None:
             and last[1].token is token
             and last[0] == set(connection.savepoint_ids)
         ):
-            last[1].calls.append(callback)
+            last[1].calls.append(held)
             return
     group = _Batch(token)
-    group.calls.append(callback)
+    group.calls.append(held)
     transaction.on_commit(group, using=alias)

@@ -106,10 +106,12 @@ def bad_key(page: PageAdmin, request: HttpRequest, error: BadKey) -> HttpRespons
 
 
 def _outbox() -> OutboxStats | None:
-    """The outbox's figures when it is in use (rows in the database, not Redis)."""
-    from .outbox import relay_enabled, stats
+    """The outbox's figures (rows in the database, not Redis) when the project chose the
+    outbox, or when rows wait (jobs kept because Redis was down at commit)."""
+    from .outbox import outbox_chosen, relay_enabled, stats
 
-    return stats() if relay_enabled() else None
+    found = stats() if relay_enabled() else None
+    return found if found is not None and (found.size or outbox_chosen()) else None
 
 
 def dashboard(page: PageAdmin, request: HttpRequest) -> HttpResponse:
