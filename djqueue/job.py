@@ -105,9 +105,7 @@ class JobHandle:
             "class": self.definition.job_name,
             "args": list(args),
         }
-        if "retention" in item and not item["retention"]:
-            del item["retention"]  # ``.set(retention=None)`` turns a job's tracking off
-        return item
+        return item  # a falsy retention stays: it wins over a default (`Client.normalize`)
 
     def perform_later(self, *args: Any, **kwargs: Any) -> JobRef | None:
         """Push the job to its queue; it runs as soon as a worker takes it. Returns the jid
