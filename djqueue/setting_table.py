@@ -14,6 +14,7 @@ import the job options and the periodic entries' parser, never what pushes a job
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -275,6 +276,25 @@ def keys(framework: str) -> dict[str, Setting]:
     return {
         s.key: s for s in (*CORE, *INTEGRATION) if not s.frameworks or framework in s.frameworks
     }
+
+
+def check_keys(values: Mapping[Any, Any], framework: str, prefix: str = "") -> None:
+    """Refuse a key ``framework`` does not take (a misspelt ``CONCURRENCY`` would otherwise run
+    with the default, silently), naming it as written (``prefix`` + key) with the likely fix."""
+    known = keys(framework)
+    for key in values:
+        if isinstance(key, str) and key in known:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(key, str) and key.upper() in known:
+            raise ConfigurationError(
+                name,
+                f"keys are upper case, as the framework's settings are: write "
+                f"{prefix + key.upper()!r}",
+            )
+        near = difflib.get_close_matches(str(key), known, n=1)
+        hint = f"did you mean {prefix}{near[0]}?" if near else f"known: {', '.join(known)}"
+        raise ConfigurationError(name, f"unknown djqueue setting ({hint})")
 
 
 def check_integration(

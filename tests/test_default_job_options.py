@@ -27,9 +27,7 @@ def queued(r) -> list[dict]:
     return [json.loads(m) for m in r.lrange("queue:default", 0, -1)]
 
 
-def test_a_job_without_options_carries_the_defaults_and_a_worker_honours_them(
-    redis_url, r, worker
-):
+def test_a_job_without_options_carries_the_defaults_and_a_worker_honours_them(redis_url, r, worker):
     djqueue.configure(
         redis_url=redis_url,
         default_job_options={"retry": 5, "retention": 3600, "backtrace": 20},
