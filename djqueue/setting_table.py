@@ -75,8 +75,9 @@ CORE: tuple[Setting, ...] = (
     Setting(
         "redis_url",
         c.redis_url,
-        "`redis://`, `rediss://` (TLS), `unix://`, `redis+sentinel://`, `rediss+sentinel://`. "
-        "A password given as a flag shows in ps: prefer the environment or `--redis-url-file`",
+        "the Redis to use: a `redis://`, `rediss://` (TLS), `unix://`, `redis+sentinel://` or "
+        "`rediss+sentinel://` URL. A password given as a flag shows in ps: prefer the "
+        "environment or `--redis-url-file`",
         ("--redis-url",),
         "URL",
         env=("DJQUEUE_REDIS_URL", "REDIS_URL"),
