@@ -25,9 +25,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from . import setting_table
 from .errors import ConfigurationError
-from .setting_checks import URL_SCHEMES, parse_queues
-
-__all__ = ["URL_SCHEMES", "Settings", "configure", "get_settings", "parse_queues"]
+from .setting_checks import URL_SCHEMES as URL_SCHEMES  # where they were before the table
+from .setting_checks import parse_queues as parse_queues
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 

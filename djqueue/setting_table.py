@@ -269,8 +269,6 @@ INTEGRATION: tuple[Setting, ...] = (
     ),
 )
 
-BY_NAME: dict[str, Setting] = {s.name: s for s in CORE}
-
 
 def keys(framework: str) -> dict[str, Setting]:
     """The keys ``framework`` takes (``DJQUEUE`` dict keys, or Flask's without the prefix)."""
@@ -294,7 +292,11 @@ def check_keys(values: Mapping[Any, Any], framework: str, prefix: str = "") -> N
                 f"{prefix + key.upper()!r}",
             )
         near = difflib.get_close_matches(str(key), known, n=1)
-        hint = f"did you mean {prefix}{near[0]}?" if near else f"known: {', '.join(known)}"
+        hint = (
+            f"did you mean {prefix}{near[0]}?"
+            if near
+            else f"known: {', '.join(prefix + k for k in known)}"
+        )
         raise ConfigurationError(name, f"unknown djqueue setting ({hint})")
 
 
