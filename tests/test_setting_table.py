@@ -3,7 +3,9 @@ worker's flags and the frameworks' keys all follow it."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +64,26 @@ def test_integration_options_come_with_their_defaults_and_one_message_style():
     with pytest.raises(djqueue.ConfigurationError) as caught:
         setting_table.check_integration({"OUTBOX_RELAY": 1}, setting_table.DJANGO)
     assert str(caught.value) == "OUTBOX_RELAY: must be True, False or None, got 1"
+
+
+def test_no_module_that_config_imports_leads_back_to_it():
+    """config is a leaf of the core: following every ``from .x import`` (lazy ones too) from
+    it never comes back to it, so a settings check cannot close an import circle."""
+    package = Path(djqueue.__file__).parent
+    imports: dict[str, set[str]] = {}
+    for path in package.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                names = [node.module] if node.module else [a.name for a in node.names]
+                found |= {name.split(".")[0] for name in names}
+        imports[path.stem] = found
+    seen: list[str] = []
+    todo = sorted(imports["config"])
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in imports:
+            continue
+        seen.append(name)
+        assert "config" not in imports[name], f"config -> ... -> {name} -> config"
+        todo.extend(imports[name])
