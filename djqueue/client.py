@@ -157,8 +157,15 @@ class Client:
         if not isinstance(args, list):
             raise TypeError(f"'args' must be a list, got {type(args).__name__}")
         check_json_args(args)
-        payload: Payload = {"retry": True, "queue": self.settings.default_queue}
+        # A job's own options, over the project's defaults, over djqueue's.
+        payload: Payload = {
+            "retry": True,
+            "queue": self.settings.default_queue,
+            **self.settings.default_job_options,
+        }
         payload.update(item)
+        if "retention" in payload and not payload["retention"]:
+            del payload["retention"]  # ``retention=None`` turns a job's tracking off
         check_queue_name(payload["queue"])
         at = payload.get("at")
         if at is not None and (not isinstance(at, (int, float)) or isinstance(at, bool)):

@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from . import setting_table
 from .errors import ConfigurationError
+from .setting_checks import URL_SCHEMES as URL_SCHEMES  # where they were before the table
+from .setting_checks import parse_queues as parse_queues
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
-URL_SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel")
 
 
 @dataclass(frozen=True)
@@ -77,10 +79,18 @@ class Settings:
     #: Periodic jobs declared in settings: name -> {"cron", "class", "args", "queue",
     #: "timezone", ...} (`djqueue.schedule.from_settings`), for jobs of other codebases too.
     periodic: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    #: Options every job gets unless its own say otherwise (Sidekiq's default_job_options).
+    default_job_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
-        _validate(self)
+        """Check every field with its `djqueue.setting_table` entry and keep its normal form
+        (a list of labels becomes a tuple)."""
+        for setting in setting_table.CORE:
+            value = setting.validate(getattr(self, setting.name))
+            object.__setattr__(self, setting.name, value)
+        if self.sentinels and not self.sentinel_master:
+            raise ConfigurationError("sentinel_master", "is required when sentinels are given")
         # Settings show up in tracebacks' locals (Django's DEBUG page, error reporters), in
         # logs and in dataclasses.asdict(): the URL prints with its password as ***.
         if redact_url(self.redis_url) != self.redis_url:
@@ -96,11 +106,10 @@ class Settings:
         """Merge the layers. ``framework`` keys may be upper case (``REDIS_URL``)."""
         values: dict[str, Any] = {}
         env = os.environ if environ is None else environ
-        url = env.get("DJQUEUE_REDIS_URL") or env.get("REDIS_URL")
-        if url:
-            values["redis_url"] = url
-        if env.get("DJQUEUE_NAMESPACE"):
-            values["namespace"] = env["DJQUEUE_NAMESPACE"]
+        for setting in setting_table.CORE:
+            found = next((env[var] for var in setting.env if env.get(var)), None)
+            if found is not None:
+                values[setting.name] = found
         names = {f.name for f in dataclasses.fields(cls)}
         for layer, label in ((framework or {}, "framework settings"), (overrides, "configure()")):
             for key, value in layer.items():
@@ -111,12 +120,6 @@ class Settings:
                     values.setdefault("extra", {})[key] = value
                     continue
                 values[name] = value
-        if "queues" in values:
-            values["queues"] = parse_queues(values["queues"])
-        if isinstance(values.get("labels"), (list, tuple)):
-            values["labels"] = tuple(values["labels"])
-        if isinstance(values.get("sentinels"), (list, tuple)):
-            values["sentinels"] = tuple(_sentinel_address(v) for v in values["sentinels"])
         return cls(**values)
 
     def replace(self, **changes: Any) -> Settings:
@@ -126,50 +129,6 @@ class Settings:
     def safe_redis_url(self) -> str:
         """The Redis URL with any password replaced by ``***``, for messages and logs."""
         return redact_url(self.redis_url)
-
-
-def parse_queues(value: Any) -> tuple[tuple[str, int], ...]:
-    """Accept ``["a", "b"]``, ``[("a", 3), "b"]``, ``["a,3", "b"]`` or ``"a,3 b"``.
-
-    A weight of 0 everywhere means strict order, as with Sidekiq's ``-q a -q b``.
-    """
-    if isinstance(value, str):
-        value = value.split()
-    result: list[tuple[str, int]] = []
-    for item in value:
-        if isinstance(item, str):
-            name, _, weight_text = item.partition(",")
-            try:
-                weight = int(weight_text) if weight_text else 0
-            except ValueError:
-                raise ConfigurationError("queues", f"bad weight in {item!r}") from None
-        elif isinstance(item, (tuple, list)) and len(item) == 2:
-            name, weight = item[0], item[1]
-        else:
-            raise ConfigurationError("queues", f"expected 'name' or ('name', weight), got {item!r}")
-        if not isinstance(name, str) or not name or "," in name or any(map(str.isspace, name)):
-            raise ConfigurationError(
-                "queues",
-                f"queue name must be a non-empty string without commas or spaces: {item!r}",
-            )
-        if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
-            raise ConfigurationError("queues", f"weight must be an integer >= 0: {item!r}")
-        result.append((name, weight))
-    if not result:
-        raise ConfigurationError("queues", "at least one queue is needed")
-    return tuple(result)
-
-
-def _sentinel_address(value: Any) -> Any:
-    """``("host", 26379)``, ``["host", 26379]`` or ``"host:26379"`` (from an environment or a
-    settings file) all become a tuple; anything else is left for validation to name."""
-    if isinstance(value, list):
-        return tuple(value)
-    if isinstance(value, str):
-        host, _, port = value.rpartition(":")
-        if host and port.isdigit():
-            return (host, int(port))
-    return value
 
 
 #: Query parameters redis-py reads a password from.
@@ -218,109 +177,6 @@ def hide_password(values: dict[str, Any], key: str) -> None:
         values[key] = SecretURL(url)
 
 
-def _check_url(url: Any) -> None:
-    """A Redis URL djqueue and redis-py can read. Errors never quote the URL: a malformed one
-    may show its password where a parser would not find it (an unescaped ``/`` in it)."""
-    schemes = ", ".join(s + "://" for s in URL_SCHEMES)
-    if not isinstance(url, str):
-        raise ConfigurationError("redis_url", f"must be a string, got {type(url).__name__}")
-    encode = (
-        "is the port a number, and are '/', '@', ':', '#' and '?' in the password "
-        "percent-encoded (%2F, %40, %3A, %23, %3F)? The URL is not shown, as it may hold a "
-        "password"
-    )
-    try:
-        parts = urlsplit(url)
-        if "sentinel" not in parts.scheme:  # a sentinel URL lists several host:port pairs
-            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        raise ConfigurationError("redis_url", f"cannot be read: {encode}") from None
-    if parts.scheme not in URL_SCHEMES:
-        shown = f"{parts.scheme}://" if parts.scheme.isalpha() and len(parts.scheme) < 20 else ""
-        raise ConfigurationError(
-            "redis_url",
-            f"is not a Redis URL{f' ({shown}...)' if shown else ''}: it must start with one "
-            f"of {schemes}",
-        )
-    if "@" in parts.path or (
-        parts.scheme in ("redis", "rediss") and not re.fullmatch(r"(/\d*)?", parts.path)
-    ):
-        raise ConfigurationError("redis_url", f"cannot be read: {encode}")
-
-
-def _validate(s: Settings) -> None:
-    _check_url(s.redis_url)
-    if not isinstance(s.namespace, str) or s.namespace.endswith(":"):
-        raise ConfigurationError("namespace", "must be a string without the trailing ':'")
-    if not isinstance(s.default_queue, str) or not s.default_queue:
-        raise ConfigurationError("default_queue", "must be a non-empty string")
-    for name in ("processes", "max_memory", "max_jobs"):
-        value = getattr(s, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ConfigurationError(name, f"must be an integer >= 0, got {value!r}")
-    for name in (
-        "concurrency",
-        "async_concurrency",
-        "max_retries",
-        "dead_max_jobs",
-        "max_payload_bytes",
-    ):
-        value = getattr(s, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < (name == "concurrency"):
-            raise ConfigurationError(name, f"must be a positive integer, got {value!r}")
-    for name in (
-        "timeout",
-        "dead_timeout",
-        "heartbeat_interval",
-        "poll_interval",
-        "socket_timeout",
-        "connect_timeout",
-        "pool_timeout",
-    ):
-        value = getattr(s, name)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            raise ConfigurationError(name, f"must be a number of seconds > 0, got {value!r}")
-    if (
-        not isinstance(s.max_connections, int)
-        or isinstance(s.max_connections, bool)
-        or s.max_connections < 1
-    ):
-        hint = (
-            " (None no longer means unlimited: a full pool waits)"
-            if s.max_connections is None
-            else ""
-        )
-        raise ConfigurationError(
-            "max_connections", f"must be a positive integer, got {s.max_connections!r}{hint}"
-        )
-    for name in ("tag", "sentinel_master"):
-        if not isinstance(getattr(s, name), str):
-            raise ConfigurationError(name, f"must be a string, got {getattr(s, name)!r}")
-    if not isinstance(s.web_show_args, bool):
-        raise ConfigurationError("web_show_args", f"must be True or False, got {s.web_show_args!r}")
-    if not isinstance(s.labels, tuple) or not all(isinstance(x, str) for x in s.labels):
-        raise ConfigurationError("labels", f"must be a list of strings, got {s.labels!r}")
-    if not isinstance(s.sentinels, tuple):
-        raise ConfigurationError("sentinels", f"expected [(host, port), ...], got {s.sentinels!r}")
-    for host_port in s.sentinels:
-        if (
-            not isinstance(host_port, tuple)
-            or len(host_port) != 2
-            or not isinstance(host_port[0], str)
-            or not isinstance(host_port[1], int)
-        ):
-            raise ConfigurationError("sentinels", f"expected (host, port), got {host_port!r}")
-    if s.periodic:
-        from .schedule import from_settings
-
-        try:
-            from_settings(s.periodic)
-        except (TypeError, ValueError) as exc:
-            raise ConfigurationError("periodic", str(exc)) from None
-    if s.sentinels and not s.sentinel_master:
-        raise ConfigurationError("sentinel_master", "is required when sentinels are given")
-
-
 _settings: Settings | None = None
 _framework: Mapping[str, Any] | None = None
 #: Callables asked, in order, for the settings of the current context (None: no opinion).
@@ -343,9 +199,11 @@ def configure(framework: Mapping[str, Any] | None = None, **overrides: Any) -> S
     _settings = Settings.build(framework=layer, **overrides)
     _framework = layer
     _configured = True
-    from . import connection
-
-    connection.reset()
+    # The pools built for the old settings go; without the connection module imported there
+    # are none (looked up, not imported, so that config imports nothing that imports it).
+    connection = sys.modules.get(f"{__package__}.connection")
+    if connection is not None:
+        connection.reset()
     return _settings
 
 

@@ -16,58 +16,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, TypeVar, overload
 
 from . import registry
+from .job_options import _payload_options, check_options
 from .lifecycle import JobRef
-from .payload import check_queue_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
-
-#: Options that become payload fields, with Sidekiq's names and meaning.
-PAYLOAD_OPTIONS = ("queue", "retry", "retry_queue", "backtrace", "dead", "tags", "retention")
-
-
-def check_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Validate the options that have a defined meaning; others go into the payload as is."""
-    if "queue" in options:
-        check_queue_name(options["queue"])
-    if "retry" in options:
-        retry = options["retry"]
-        if not isinstance(retry, (bool, int)) or (not isinstance(retry, bool) and retry < 0):
-            raise ValueError(f"retry must be True, False or an integer >= 0, got {retry!r}")
-    if "retry_queue" in options and not isinstance(options["retry_queue"], str):
-        raise ValueError("retry_queue must be a queue name")
-    if "backtrace" in options and not isinstance(options["backtrace"], (bool, int)):
-        raise ValueError("backtrace must be a bool or a number of lines")
-    if "dead" in options and not isinstance(options["dead"], bool):
-        raise ValueError("dead must be a bool")
-    if "tags" in options:
-        tags = options["tags"]
-        if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
-            raise ValueError("tags must be a list of strings")
-        options["tags"] = list(tags)
-    if "retention" in options:
-        options["retention"] = _retention(options["retention"])
-    return options
-
-
-#: The longest retention: ten years (Redis refuses far larger expiries).
-MAX_RETENTION = 10 * 365 * 24 * 3600
-
-
-def _retention(value: Any) -> int | None:
-    """Seconds to keep a finished job's status and result (`djqueue.lifecycle`); None or 0
-    turns tracking off (the payload then carries no ``retention`` field at all)."""
-    if value is None:
-        return None
-    if isinstance(value, dt.timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"retention must be seconds or a timedelta, got {value!r}")
-    if value < 0 or value > MAX_RETENTION:
-        raise ValueError(
-            f"retention must be between 0 and {MAX_RETENTION} seconds (ten years), got {value!r}"
-        )
-    return math.ceil(value) or None
 
 
 def _refuse_kwargs(name: str, method: str, kwargs: dict[str, Any]) -> None:
@@ -152,9 +105,7 @@ class JobHandle:
             "class": self.definition.job_name,
             "args": list(args),
         }
-        if "retention" in item and not item["retention"]:
-            del item["retention"]  # ``.set(retention=None)`` turns a job's tracking off
-        return item
+        return item  # a falsy retention stays: it wins over a default (`Client.normalize`)
 
     def perform_later(self, *args: Any, **kwargs: Any) -> JobRef | None:
         """Push the job to its queue; it runs as soon as a worker takes it. Returns the jid
@@ -352,16 +303,6 @@ class Job:
     @classmethod
     def retries_exhausted(cls, payload: dict[str, Any], exc: BaseException) -> None:
         return None
-
-
-def _payload_options(options: dict[str, Any]) -> dict[str, Any]:
-    unknown = set(options) - set(PAYLOAD_OPTIONS)
-    if unknown:
-        raise TypeError(
-            f"unknown job option(s) {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(PAYLOAD_OPTIONS)}, name, cron, retry_in, retries_exhausted"
-        )
-    return dict(options)
 
 
 @overload

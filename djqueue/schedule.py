@@ -153,7 +153,7 @@ def build(
 ) -> Periodic:
     """A checked `Periodic`; raises ValueError (`djqueue.cron.InvalidCron`) saying what is
     wrong. The job's own options (queue, retry...) apply unless given here."""
-    from .job import _payload_options, check_options
+    from .job_options import _payload_options, check_options
     from .payload import check_json_args
 
     job_name = job if isinstance(job, str) else getattr(job, "job_name", None)

@@ -1,45 +1,28 @@
 """An app's ``DJQUEUE_*`` keys, read and checked in one place when ``init_app`` runs.
 
 Keys that name a core setting (``DJQUEUE_REDIS_URL``, ``DJQUEUE_QUEUES``, ...) build the app's
-`djqueue.Settings`, over the environment and the defaults; the keys in `APP_DEFAULTS` belong to
-the extension. Any other ``DJQUEUE_`` key is an error naming it, since a misspelt
-``DJQUEUE_CONCURENCY`` would otherwise run with the default, silently.
+`djqueue.Settings`, over the environment and the defaults; the extension's own keys are the
+integration settings of `djqueue.setting_table`, which checks both. Any other ``DJQUEUE_`` key
+is an error naming it, since a misspelt ``DJQUEUE_CONCURENCY`` would otherwise run with the
+default, silently.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from djqueue import setting_table
 from djqueue.config import Settings
 from djqueue.errors import ConfigurationError
 
 PREFIX = "DJQUEUE_"
 
 #: The extension's own keys (without the prefix) and their defaults.
-APP_DEFAULTS: dict[str, Any] = {
-    # Pushes made while a SQLAlchemy session is in a transaction wait for its commit;
-    # "outbox" writes them to the outbox table in the transaction instead.
-    "ENQUEUE_ON_COMMIT": True,
-    # Workers relay the outbox; None: when ENQUEUE_ON_COMMIT is True or "outbox" (a push that
-    # meets Redis down at commit is kept in the outbox table in either mode).
-    "OUTBOX_RELAY": None,
-    # Seconds a new outbox row is left to the process that wrote it before a relay takes it.
-    "OUTBOX_GRACE": 10.0,
-    # The header a request id is read from (and written back to the response).
-    "REQUEST_ID_HEADER": "X-Request-ID",
-    # Context keys that travel with jobs besides request_id, user_id and language.
-    "CONTEXT_KEYS": (),
-    # "fake" records this app's pushes, "inline" runs them; None writes to Redis.
-    "TESTING": None,
-}
-
-CORE_KEYS = frozenset(f.name.upper() for f in dataclasses.fields(Settings) if f.name != "extra")
-TESTING_MODES = ("fake", "inline")
+APP_DEFAULTS: dict[str, Any] = setting_table.check_integration({}, setting_table.FLASK)
+CORE_KEYS = frozenset(s.key for s in setting_table.CORE)
 
 
 @dataclass(frozen=True)
@@ -92,12 +75,7 @@ def read(config: Mapping[str, Any]) -> tuple[Settings, AppOptions]:
         for key, value in config.items()
         if isinstance(key, str) and key.startswith(PREFIX)
     }
-    known = CORE_KEYS | set(APP_DEFAULTS)
-    for name in values:
-        if name not in known:
-            near = difflib.get_close_matches(name, known, n=1)
-            hint = f"did you mean {PREFIX}{near[0]}?" if near else "see docs/flask.md"
-            raise ConfigurationError(PREFIX + name, f"unknown djqueue setting ({hint})")
+    setting_table.check_keys(values, setting_table.FLASK, PREFIX)
     options = _options(values)
     try:
         settings = Settings.build(framework={k: v for k, v in values.items() if k in CORE_KEYS})
@@ -108,37 +86,20 @@ def read(config: Mapping[str, Any]) -> tuple[Settings, AppOptions]:
 
 
 def _options(values: Mapping[str, Any]) -> AppOptions:
-    on_commit = values.get("ENQUEUE_ON_COMMIT", True)
-    if on_commit not in (True, False, "outbox"):
-        raise ConfigurationError(PREFIX + "ENQUEUE_ON_COMMIT", 'must be True, False or "outbox"')
-    relay = values.get("OUTBOX_RELAY")
-    if relay not in (None, True, False):
-        raise ConfigurationError(PREFIX + "OUTBOX_RELAY", "must be True, False or None")
-    grace = values.get("OUTBOX_GRACE", 10.0)
-    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not grace >= 0:
-        raise ConfigurationError(PREFIX + "OUTBOX_GRACE", "must be a number of seconds, 0 or more")
-    header = values.get("REQUEST_ID_HEADER", "X-Request-ID")
-    if not isinstance(header, str) or not header:
-        raise ConfigurationError(PREFIX + "REQUEST_ID_HEADER", "must be a header name")
-    keys = values.get("CONTEXT_KEYS", ())
-    if isinstance(keys, str) or not all(isinstance(k, str) and k for k in keys):
+    found = setting_table.check_integration(values, setting_table.FLASK, PREFIX)
+    options = AppOptions(
+        found["ENQUEUE_ON_COMMIT"],
+        found["REQUEST_ID_HEADER"],
+        found["CONTEXT_KEYS"],
+        found["TESTING"],
+        found["OUTBOX_RELAY"],
+        float(found["OUTBOX_GRACE"]),
+    )
+    if options.outbox_chosen and not _sqlalchemy_installed():
+        key = "ENQUEUE_ON_COMMIT" if options.enqueue_on_commit == "outbox" else "OUTBOX_RELAY"
         raise ConfigurationError(
-            PREFIX + "CONTEXT_KEYS", "must be a list of key names, e.g. ['tenant']"
+            PREFIX + key,
+            "the outbox is a SQLAlchemy table, and SQLAlchemy is not installed: "
+            "pip install sqlalchemy (or flask-sqlalchemy)",
         )
-    testing = values.get("TESTING") or None
-    if testing is not None and testing not in TESTING_MODES:
-        raise ConfigurationError(
-            PREFIX + "TESTING", f"must be 'fake', 'inline' or None, got {testing!r}"
-        )
-    options = AppOptions(on_commit, header, tuple(keys), testing, relay, float(grace))
-    if options.outbox_chosen:
-        try:
-            import sqlalchemy  # noqa: F401
-        except ImportError:
-            key = "ENQUEUE_ON_COMMIT" if on_commit == "outbox" else "OUTBOX_RELAY"
-            raise ConfigurationError(
-                PREFIX + key,
-                "the outbox is a SQLAlchemy table, and SQLAlchemy is not installed: "
-                "pip install sqlalchemy (or flask-sqlalchemy)",
-            ) from None
     return options

@@ -1,65 +1,103 @@
 """docs/configuration.md lists every setting the code has, with its real default, and nothing
-the code does not have: its tables are checked against `djqueue.config.Settings` and the
-framework integrations' ``APP_DEFAULTS``."""
+the code does not have: its tables are rendered from `djqueue.setting_table` (with the defaults
+of `djqueue.config.Settings`) and must match the page. After changing the table, rewrite them
+with ``python -m tests.test_docs_config``."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import re
 from pathlib import Path
 from typing import Any
 
-from djqueue.config import Settings, parse_queues
-from djqueue.contrib.django import conf as django_conf
-from flask_djqueue import config as flask_config
+from djqueue import setting_table
+from djqueue.config import Settings
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
 
-def table(heading: str) -> list[list[str]]:
-    """The rows of the first table under ``## heading``, each cell's first `code` span."""
-    section = PAGE.read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    lines = [line for line in section.splitlines() if line.startswith("|")]
-    rows = []
-    for line in lines[2:]:  # past the header and the rule
-        cells = line.strip("|").split("|")[:-1]  # the last cell is prose
-        spans = [re.match(r"\s*`([^`]*)`", cell) for cell in cells]
-        assert all(spans), f"a cell without a `value` in {line!r}"
-        rows.append([span.group(1) for span in spans if span])
-    assert rows, heading
-    return rows
+def literal(value: Any) -> str:
+    """A default as a user writes it in settings (``["default"]``, ``None``, ``"X"``)."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    if isinstance(value, tuple):
+        value = list(value)
+    return json.dumps(value)
 
 
-def normal(name: str, value: Any) -> Any:
-    if name == "queues":
-        return parse_queues(value)
-    return tuple(value) if isinstance(value, list) else value
-
-
-def field_default(field: dataclasses.Field[Any]) -> Any:
+def core_default(field: dataclasses.Field[Any]) -> str:
     if field.default_factory is not dataclasses.MISSING:
-        return field.default_factory()
-    return field.default
+        return literal(field.default_factory())
+    if field.name == "queues":  # names alone: weight 0 is strict order
+        return literal([name for name, _ in field.default])
+    return literal(field.default)
 
 
-def test_core_settings_table_matches_settings() -> None:
-    fields = {f.name: f for f in dataclasses.fields(Settings) if f.name != "extra"}
-    rows = table("Core settings")
-    assert [row[0] for row in rows] == list(fields), "same settings, in the dataclass's order"
-    for name, django_key, flask_key, default in rows:
-        assert django_key == name.upper()
-        assert flask_key == "DJQUEUE_" + name.upper()
-        expected = normal(name, field_default(fields[name]))
-        assert normal(name, ast.literal_eval(default)) == expected, name
+def meaning(setting: setting_table.Setting) -> str:
+    extra = []
+    if setting.flags:
+        extra.append("flag " + " or ".join(f"`{flag}`" for flag in setting.flags))
+    if setting.env:
+        extra.append("environment " + ", ".join(f"`{var}`" for var in setting.env))
+    return "; ".join([setting.help, *extra])
 
 
-def test_framework_tables_match_app_defaults() -> None:
-    for heading, defaults, prefix in (
-        ("Django only", django_conf.APP_DEFAULTS, ""),
-        ("Flask only", flask_config.APP_DEFAULTS, "DJQUEUE_"),
-    ):
-        rows = {key.removeprefix(prefix): default for key, default in table(heading)}
-        assert set(rows) == set(defaults), heading
-        for key, default in rows.items():
-            assert normal(key, ast.literal_eval(default)) == normal(key, defaults[key]), key
+def tables() -> dict[str, str]:
+    """The page's generated tables, by marker name."""
+    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    core = [
+        "| `configure()` | Django `DJQUEUE` key | Flask key | default | meaning |",
+        "| --- | --- | --- | --- | --- |",
+        *(
+            f"| `{s.name}` | `{s.key}` | `DJQUEUE_{s.key}` | `{core_default(fields[s.name])}` "
+            f"| {meaning(s)} |"
+            for s in setting_table.CORE
+        ),
+    ]
+
+    def key(setting: setting_table.Setting, framework: str, prefix: str) -> str:
+        return f"`{prefix}{setting.key}`" if framework in setting.frameworks else "-"
+
+    integration = [
+        "| Django `DJQUEUE` key | Flask key | default | meaning |",
+        "| --- | --- | --- | --- |",
+        *(
+            f"| {key(s, setting_table.DJANGO, '')} | {key(s, setting_table.FLASK, 'DJQUEUE_')} "
+            f"| `{literal(s.default)}` | {meaning(s)} |"
+            for s in setting_table.INTEGRATION
+        ),
+    ]
+    return {"core": "\n".join(core), "integration": "\n".join(integration)}
+
+
+def rendered(page: str) -> str:
+    """``page`` with each ``<!-- settings:NAME -->`` block replaced by its table."""
+    for name, table in tables().items():
+        page = re.sub(
+            rf"(<!-- settings:{name} -->\n)(?:.*?\n)?(<!-- /settings:{name} -->)",
+            lambda m, table=table: m.group(1) + table + "\n" + m.group(2),
+            page,
+            count=1,
+            flags=re.S,
+        )
+    return page
+
+
+def test_the_configuration_page_shows_the_setting_table() -> None:
+    page = PAGE.read_text()
+    for name in tables():
+        assert f"<!-- settings:{name} -->" in page and f"<!-- /settings:{name} -->" in page
+    assert page == rendered(page), "run python -m tests.test_docs_config to update the page"
+
+
+def test_every_default_on_the_page_reads_back_as_the_settings_default() -> None:
+    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    for setting in setting_table.CORE:
+        shown = ast.literal_eval(core_default(fields[setting.name]))
+        assert Settings(**{setting.name: shown}) == Settings(), setting.name
+
+
+if __name__ == "__main__":
+    PAGE.write_text(rendered(PAGE.read_text()))

@@ -27,22 +27,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__, config, signals
+from .. import __version__, config, setting_table, signals
 from ..config import Settings
 from ..errors import ConfigurationError, DjQueueError
 
-#: Options that map to a Settings field of the same name.
-_SETTING_OPTIONS = (
-    "concurrency",
-    "async_concurrency",
-    "timeout",
-    "redis_url",
-    "namespace",
-    "tag",
-    "processes",
-    "max_memory",
-    "max_jobs",
-)
+#: The settings that have a worker flag (`djqueue.setting_table`), by argparse dest.
+_FLAGGED = tuple(setting for setting in setting_table.CORE if setting.flags)
 
 if TYPE_CHECKING:
     from ..outbox import OutboxStats
@@ -87,80 +77,20 @@ def add_worker_arguments(
         "queues are tried in the order given (strict); with weights each fetch picks a "
         f"weighted random order ({default('queues', queues)})",
     )
-    parser.add_argument(
-        "-c",
-        "--concurrency",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"processor threads, jobs run at once ({default('concurrency', now.concurrency)})",
-    )
-    parser.add_argument(
-        "--async-concurrency",
-        type=int,
-        default=None,
-        metavar="N",
-        help="async def jobs run at once on the process's event loop "
-        f"({default('async_concurrency', now.async_concurrency)})",
-    )
-    parser.add_argument(
-        "-p",
-        "--processes",
-        type=int,
-        default=None,
-        metavar="N",
-        help="worker processes, forked from one parent that imports the app once; 0: one per "
-        f"core ({default('processes', now.processes)})",
-    )
-    parser.add_argument(
-        "--max-memory",
-        type=int,
-        default=None,
-        metavar="MB",
-        help="replace a worker process whose resident memory grows over MB, once its running "
-        f"jobs are done (0: no limit; {default('max_memory', now.max_memory)})",
-    )
-    parser.add_argument(
-        "--max-jobs",
-        type=int,
-        default=None,
-        metavar="N",
-        help="replace a worker process once it has run N jobs "
-        f"(0: no limit; {default('max_jobs', now.max_jobs)})",
-    )
-    parser.add_argument(
-        "-t",
-        "--timeout",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="on TERM/INT, how long running jobs may take to finish before they are pushed "
-        f"back to their queues ({default('timeout', f'{now.timeout:g}')})",
-    )
-    parser.add_argument(
-        "--redis-url",
-        default=None,
-        metavar="URL",
-        help=f"Redis to use, e.g. redis://host:6379/0 ({default('redis_url', now.safe_redis_url)}"
-        "; DJQUEUE_REDIS_URL or REDIS_URL in the environment). A password given here shows in "
-        "ps: prefer the environment or --redis-url-file",
-    )
+    for setting in _FLAGGED:
+        parser.add_argument(
+            *setting.flags,
+            type=setting.arg_type,
+            default=None,
+            metavar=setting.metavar,
+            help=_flag_help(setting, default(setting.name, _shown(now, setting.name))),
+        )
     parser.add_argument(
         "--redis-url-file",
         default=None,
         metavar="PATH",
         help="read the Redis URL from the first line of PATH (e.g. a mounted secret), so the "
         "password stays out of ps and shell history",
-    )
-    parser.add_argument(
-        "--namespace",
-        default=None,
-        help=f"prefix of every Redis key ({default('namespace', now.namespace or 'none')})",
-    )
-    parser.add_argument(
-        "--tag",
-        default=None,
-        help="a label shown next to this process in UIs (default: the current directory's name)",
     )
     parser.add_argument(
         "--burst",
@@ -191,10 +121,26 @@ def add_worker_arguments(
     )
 
 
+def _shown(settings: Settings, name: str) -> str:
+    """A setting's value as the worker's help shows it (a URL without its password)."""
+    if name == "redis_url":
+        return settings.safe_redis_url
+    value = getattr(settings, name)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value) if value != "" else "none"
+
+
+def _flag_help(setting: setting_table.Setting, default: str) -> str:
+    """The flag's help: the setting's, then what applies without the flag."""
+    env = f"; {' or '.join(setting.env)} in the environment" if setting.env else ""
+    return f"{setting.help.replace('`', '')} ({default}{env})".replace("%", "%%")
+
+
 def effective_settings(options: dict[str, Any], settings: Settings) -> Settings:
     """``settings`` with the given options on top; a bad value fails with its setting's name."""
     changes: dict[str, Any] = {
-        name: options[name] for name in _SETTING_OPTIONS if options.get(name) is not None
+        s.name: options[s.name] for s in _FLAGGED if options.get(s.name) is not None
     }
     if options.get("redis_url_file"):
         if options.get("redis_url"):

@@ -16,8 +16,11 @@ from django.test import override_settings
 
 import djqueue
 from djqueue import executor, registry
+from djqueue.contrib.django import apps
 from tests.django.testapp.jobs import count_orders
 from tests.django.testapp.models import Order
+
+from .conftest import queued
 
 
 def test_jobs_modules_are_discovered_and_registered():
@@ -112,6 +115,8 @@ def test_checks_pass_with_good_settings():
         ({"concurrency": 5}, "'CONCURRENCY'"),  # lower case: "write 'CONCURRENCY'"
         ({"CONCURRENCY": 5, "concurrency": 50}, "'CONCURRENCY'"),  # which one would win?
         ({"CONTEXT_KEYS": "tenant"}, "'CONTEXT_KEYS'"),
+        ({"DEFAULT_JOB_OPTIONS": {"colour": "red"}}, "'DEFAULT_JOB_OPTIONS'"),
+        ({"OUTBOX_GRACE": -1}, "'OUTBOX_GRACE'"),
         ({"PERIODIC": {"nightly": {"cron": "0 3 * * * *x", "class": "A"}}}, "'PERIODIC'"),
     ],
 )
@@ -122,6 +127,14 @@ def test_a_bad_setting_is_reported_by_name(value, name):
     assert error.msg.startswith(f"DJQUEUE[{name}]")
     with override_settings(DJQUEUE=value), pytest.raises(SystemCheckError, match=name):
         call_command("check")
+
+
+def test_default_job_options_from_the_djqueue_dict_reach_the_payload(redis_url, r):
+    with override_settings(DJQUEUE={"REDIS_URL": redis_url, "DEFAULT_JOB_OPTIONS": {"retry": 5}}):
+        assert apps.configure() is None
+        count_orders.perform_later()
+    (payload,) = queued(r)
+    assert payload["class"] == "tests.django.testapp.jobs.count_orders" and payload["retry"] == 5
 
 
 def test_lower_case_keys_are_named_with_their_upper_case_spelling():

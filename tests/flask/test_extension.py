@@ -57,6 +57,16 @@ def test_the_factory_configures_the_app_from_its_config(redis_url: str, r: redis
     assert r.smembers("shop:queues") == {"default"}
 
 
+def test_default_job_options_from_the_config_reach_the_payload(
+    redis_url: str, r: redis.Redis
+) -> None:
+    app = create_app(DJQUEUE_REDIS_URL=redis_url, DJQUEUE_DEFAULT_JOB_OPTIONS={"retry": 5})
+    with app.app_context():
+        count_orders.perform_later()
+        count_orders.set(retry=1).perform_later()
+    assert [job["retry"] for job in queued(r)] == [5, 1]
+
+
 def test_an_unknown_key_fails_at_init_app_with_its_name(redis_url: str) -> None:
     with pytest.raises(djqueue.ConfigurationError) as caught:
         create_app(DJQUEUE_REDIS_URL=redis_url, DJQUEUE_CONCURENCY=4)
@@ -79,6 +89,12 @@ def test_an_unknown_key_fails_at_init_app_with_its_name(redis_url: str) -> None:
         ("DJQUEUE_ENQUEUE_ON_COMMIT", "yes", "DJQUEUE_ENQUEUE_ON_COMMIT: must be True, False or"),
         ("DJQUEUE_TESTING", "fakes", "DJQUEUE_TESTING: must be 'fake', 'inline' or None"),
         ("DJQUEUE_CONTEXT_KEYS", "tenant", "DJQUEUE_CONTEXT_KEYS: must be a list"),
+        (
+            "DJQUEUE_DEFAULT_JOB_OPTIONS",
+            {"colour": "red"},
+            "DJQUEUE_DEFAULT_JOB_OPTIONS: unknown job option(s) colour",
+        ),
+        ("DJQUEUE_OUTBOX_GRACE", -1, "DJQUEUE_OUTBOX_GRACE: must be a number of seconds >= 0"),
     ],
 )
 def test_a_bad_value_fails_at_init_app_with_the_key(key: str, value: Any, message: str) -> None:

@@ -1,0 +1,70 @@
+"""A job's options (``queue``, ``retry``, ``retention``...): which exist and what values they
+take. Checked where a job declares them (`djqueue.job`), where a periodic entry does
+(`djqueue.schedule`) and in the ``default_job_options`` setting (`djqueue.setting_table`), so
+this module imports nothing that reads the settings.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Any
+
+from .payload import check_queue_name
+
+#: Options that become payload fields, with Sidekiq's names and meaning.
+PAYLOAD_OPTIONS = ("queue", "retry", "retry_queue", "backtrace", "dead", "tags", "retention")
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Validate the options that have a defined meaning; others go into the payload as is."""
+    if "queue" in options:
+        check_queue_name(options["queue"])
+    if "retry" in options:
+        retry = options["retry"]
+        if not isinstance(retry, (bool, int)) or (not isinstance(retry, bool) and retry < 0):
+            raise ValueError(f"retry must be True, False or an integer >= 0, got {retry!r}")
+    if "retry_queue" in options and not isinstance(options["retry_queue"], str):
+        raise ValueError("retry_queue must be a queue name")
+    if "backtrace" in options and not isinstance(options["backtrace"], (bool, int)):
+        raise ValueError("backtrace must be a bool or a number of lines")
+    if "dead" in options and not isinstance(options["dead"], bool):
+        raise ValueError("dead must be a bool")
+    if "tags" in options:
+        tags = options["tags"]
+        if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
+            raise ValueError("tags must be a list of strings")
+        options["tags"] = list(tags)
+    if "retention" in options:
+        options["retention"] = _retention(options["retention"])
+    return options
+
+
+#: The longest retention: ten years (Redis refuses far larger expiries).
+MAX_RETENTION = 10 * 365 * 24 * 3600
+
+
+def _retention(value: Any) -> int | None:
+    """Seconds to keep a finished job's status and result (`djqueue.lifecycle`); None or 0
+    turns tracking off (the payload then carries no ``retention`` field at all)."""
+    if value is None:
+        return None
+    if isinstance(value, dt.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"retention must be seconds or a timedelta, got {value!r}")
+    if value < 0 or value > MAX_RETENTION:
+        raise ValueError(
+            f"retention must be between 0 and {MAX_RETENTION} seconds (ten years), got {value!r}"
+        )
+    return math.ceil(value) or None
+
+
+def _payload_options(options: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(options) - set(PAYLOAD_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"unknown job option(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(PAYLOAD_OPTIONS)}, name, cron, retry_in, retries_exhausted"
+        )
+    return dict(options)
