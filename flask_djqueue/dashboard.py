@@ -57,7 +57,7 @@ from djqueue.web.dashboard import dashboard as read_dashboard
 from djqueue.web.job import job_page
 from djqueue.web.lifecycle import status_page
 from djqueue.web.lists import job_list as read_list
-from djqueue.web.problems import bad_key_page
+from djqueue.web.problems import ProblemPage, bad_key_page, unavailable_page
 from djqueue.web.query import ListQuery
 
 from .state import state_of
@@ -203,12 +203,14 @@ class _Pages:
 
     def unavailable(self, error: RedisUnavailable) -> Any:
         """What every page answers when Redis does not: a 503 naming the URL (password hidden)."""
-        return self.render("unavailable.html", "Redis is unavailable", 503, error=error)
+        return self.problem(unavailable_page(error, "DJQUEUE_REDIS_URL"))
 
     def bad_key(self, error: BadKey) -> Any:
         """What a page answers when the key it shows holds the wrong type: its name, its type."""
-        found = bad_key_page(error)
-        return self.render("bad_key.html", found.title, found=found)
+        return self.problem(bad_key_page(error))
+
+    def problem(self, found: ProblemPage) -> Any:
+        return self.render("problem.html", found.title, found.status, found=found)
 
     def answer(
         self, back: str, handler: Callable[..., forms.Outcome], *args: Any, **kw: Any

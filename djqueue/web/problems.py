@@ -1,4 +1,6 @@
-"""Bad keys on the pages: what a page says when a key it reads holds the wrong type.
+"""What a page says when it cannot show its subject: Redis does not answer (`unavailable_page`,
+a 503), or a key it reads holds the wrong type (`bad_key_page`). Both mounts render the one
+`ProblemPage` with their frame's ``problem.html``.
 
 A page whose one subject is a bad key (a queue whose key is a string, the retry set stored as
 a list) answers with `bad_key_page` instead of a 500. A page that reads many keys (the
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import BadKey
+from ..errors import BadKey, RedisUnavailable
 
 #: What the reader can do about a bad key, under its name.
 ADVICE = (
@@ -20,15 +22,26 @@ ADVICE = (
 
 
 @dataclass
-class BadKeyPage:
+class ProblemPage:
     title: str
     error: str
     advice: str
+    status: int = 200
 
 
-def bad_key_page(error: BadKey) -> BadKeyPage:
+def bad_key_page(error: BadKey) -> ProblemPage:
     """The page answered in place of one whose key holds the wrong type."""
-    return BadKeyPage(title=f"Bad key {error.key}", error=str(error), advice=ADVICE)
+    return ProblemPage(title=f"Bad key {error.key}", error=str(error), advice=ADVICE)
+
+
+def unavailable_page(error: RedisUnavailable, setting: str) -> ProblemPage:
+    """The 503 every page answers when Redis does not: the URL (password hidden) and the
+    setting, spelt as the framework spells it, that names the Redis."""
+    advice = (
+        f"The page shows what is in Redis, and Redis did not answer. Check that it runs and "
+        f"that {setting} points at it, then reload this page."
+    )
+    return ProblemPage("Redis is unavailable", str(error), advice, status=503)
 
 
 def problem(key: str, what: str) -> str:

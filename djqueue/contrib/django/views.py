@@ -36,7 +36,7 @@ from djqueue.web.dashboard import dashboard as read_dashboard
 from djqueue.web.job import job_page
 from djqueue.web.lifecycle import status_page
 from djqueue.web.lists import job_list as read_list
-from djqueue.web.problems import bad_key_page
+from djqueue.web.problems import ProblemPage, bad_key_page, unavailable_page
 from djqueue.web.query import ListQuery
 
 if TYPE_CHECKING:
@@ -91,15 +91,16 @@ def _need(page: PageAdmin, request: HttpRequest, permission: str = "view") -> No
 
 def unavailable(page: PageAdmin, request: HttpRequest, error: RedisUnavailable) -> HttpResponse:
     """What every page answers when Redis does not: a 503 naming the URL (password hidden)."""
-    return render(
-        page, request, "unavailable.html", "Redis is unavailable", error=error, status=503
-    )
+    return problem(page, request, unavailable_page(error, 'DJQUEUE["REDIS_URL"]'))
 
 
 def bad_key(page: PageAdmin, request: HttpRequest, error: BadKey) -> HttpResponse:
     """What a page answers when the key it shows holds the wrong type: its name, its type."""
-    found = bad_key_page(error)
-    return render(page, request, "bad_key.html", found.title, found=found)
+    return problem(page, request, bad_key_page(error))
+
+
+def problem(page: PageAdmin, request: HttpRequest, found: ProblemPage) -> HttpResponse:
+    return render(page, request, "problem.html", found.title, found=found, status=found.status)
 
 
 # -- dashboard --------------------------------------------------------------------------------
