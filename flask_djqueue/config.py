@@ -9,7 +9,6 @@ default, silently.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -57,9 +56,9 @@ class AppOptions:
         return bool(self.enqueue_on_commit) and _sqlalchemy_installed()
 
 
-@functools.cache
 def _sqlalchemy_installed() -> bool:
-    """Imported, not merely found: asked only where the outbox would be used next."""
+    """Imported, not merely found: asked only where the outbox would be used next (not
+    cached: a test, or a shell, may hide or bring the package meanwhile)."""
     try:
         import sqlalchemy  # noqa: F401
     except ImportError:
