@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 # Playwright's sync API keeps an event loop in this thread; Django's ORM would refuse to run.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-pytestmark = pytest.mark.django_db(transaction=True)
+#: The dashboard reads the outbox's figures from every database that may hold its table.
+pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "other"])
 
 ADMIN = "/admin/djqueue"
 USERNAME, PASSWORD = "ada", "a browser-test password"
