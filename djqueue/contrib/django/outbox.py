@@ -188,7 +188,11 @@ def sources() -> list[DatabaseSource]:
                 if not _has_table(alias):
                     continue
             finally:
-                connections[alias].close_if_unusable_or_obsolete()
+                # A worker's duty thread has no request cycle to close what it opened; a
+                # request (the dashboard) may be in a transaction (ATOMIC_REQUESTS), where
+                # closing would end it.
+                if not connections[alias].in_atomic_block:
+                    connections[alias].close_if_unusable_or_obsolete()
             _with_table.add(alias)
         found.append(DatabaseSource(alias))
     return found
