@@ -1,0 +1,77 @@
+"""One way to push: whichever place a job lands (a queue through ``perform_later``, a periodic
+tick, a requeue from the retry set, an outbox relay), its JSON is encoded alike, in Ruby's
+spelling, on a real database and a real Redis."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import redis
+
+import djqueue
+from djqueue import outbox, schedule
+from djqueue.api import PeriodicSet, RetrySet
+from djqueue.config import get_settings
+from djqueue.contrib.django.models import OutboxJob
+from djqueue.contrib.django.outbox import DatabaseSource
+from djqueue.payload import normalize
+from djqueue.store import Keys
+from djqueue.worker.cron_sync import sync
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ARGS = ["café", 1e-05, 2.5e15]
+#: ``ARGS`` as Ruby's ``JSON.generate`` writes them, which Sidekiq's API matches byte for byte.
+RUBY_ARGS = '["café",1.0e-05,2.5e+15]'
+
+
+@djqueue.job(name="t.same_args")
+def same_args(*values: object) -> None:
+    """Never run here: the test reads what each landing place wrote."""
+
+
+def args_text(raw: bytes) -> bytes:
+    """The bytes of ``args`` as they stand in a job's JSON."""
+    text = raw.decode()
+    start = text.index('"args":') + len('"args":')
+    _, end = json.JSONDecoder().raw_decode(text, start)
+    return text[start:end].encode()
+
+
+def landed(raw_redis: redis.Redis, jid: str) -> bytes:
+    """The JSON of the job ``jid`` in the default queue, as the bytes Redis holds."""
+    queue = raw_redis.lrange(Keys().queue("default"), 0, -1)
+    (raw,) = [raw for raw in queue if jid.encode() in raw]
+    return raw
+
+
+def test_every_landing_place_writes_the_same_args_in_rubys_spelling(r, redis_url):
+    raw_redis = redis.Redis.from_url(redis_url)
+    written = {"perform_later": landed(raw_redis, same_args.perform_later(*ARGS))}
+
+    settings = get_settings()
+    sync([schedule.build(cron="* * * * *", job="t.same_args", name="same", args=ARGS)], settings, r)
+    entry = PeriodicSet().find("same")
+    assert entry is not None
+    jid = entry.fire(float(int(time.time()) // 60 * 60 + 60), time.time)  # the next tick
+    assert jid is not None
+    written["periodic tick"] = landed(raw_redis, jid)
+
+    retried = f'{{"class":"t.same_args","args":{RUBY_ARGS},"queue":"default","retry":true,'
+    retried += '"jid":"0123456789abcdef01234567","retry_count":1,"created_at":1700000000.5}'
+    r.zadd(Keys().retry, {retried: time.time() + 600})
+    assert RetrySet().retry_all() == 1
+    written["retry set requeue"] = landed(raw_redis, "0123456789abcdef01234567")
+
+    payload = normalize({"class": "t.same_args", "args": ARGS}, settings.default_queue)
+    OutboxJob.objects.create(
+        jid=payload["jid"], payload=outbox.row_text(payload, settings), created_at=time.time() - 60
+    )
+    assert outbox.relay_round(DatabaseSource("default"), grace=0) == 1
+    written["outbox relay"] = landed(raw_redis, payload["jid"])
+
+    assert {way: args_text(raw) for way, raw in written.items()} == {
+        way: RUBY_ARGS.encode() for way in written
+    }
