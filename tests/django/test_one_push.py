@@ -17,6 +17,7 @@ from djqueue.config import get_settings
 from djqueue.contrib.django.models import OutboxJob
 from djqueue.contrib.django.outbox import DatabaseSource
 from djqueue.payload import normalize
+from djqueue.signals import job_enqueued
 from djqueue.store import Keys
 from djqueue.worker.cron_sync import sync
 
@@ -47,9 +48,12 @@ def landed(raw_redis: redis.Redis, jid: str) -> bytes:
     return raw
 
 
-def test_every_landing_place_writes_the_same_args_in_rubys_spelling(r, redis_url):
-    raw_redis = redis.Redis.from_url(redis_url)
-    written = {"perform_later": landed(raw_redis, same_args.perform_later(*ARGS))}
+RETRIED_JID = "0123456789abcdef01234567"
+
+
+def push_everywhere(r: redis.Redis) -> dict[str, str]:
+    """The same job and arguments pushed by each landing place; the jid of each."""
+    jids = {"perform_later": str(same_args.perform_later(*ARGS))}
 
     settings = get_settings()
     sync([schedule.build(cron="* * * * *", job="t.same_args", name="same", args=ARGS)], settings, r)
@@ -57,21 +61,40 @@ def test_every_landing_place_writes_the_same_args_in_rubys_spelling(r, redis_url
     assert entry is not None
     jid = entry.fire(float(int(time.time()) // 60 * 60 + 60), time.time)  # the next tick
     assert jid is not None
-    written["periodic tick"] = landed(raw_redis, jid)
+    jids["periodic tick"] = jid
 
     retried = f'{{"class":"t.same_args","args":{RUBY_ARGS},"queue":"default","retry":true,'
-    retried += '"jid":"0123456789abcdef01234567","retry_count":1,"created_at":1700000000.5}'
+    retried += f'"jid":"{RETRIED_JID}","retry_count":1,"created_at":1700000000.5}}'
     r.zadd(Keys().retry, {retried: time.time() + 600})
     assert RetrySet().retry_all() == 1
-    written["retry set requeue"] = landed(raw_redis, "0123456789abcdef01234567")
+    jids["retry set requeue"] = RETRIED_JID
 
     payload = normalize({"class": "t.same_args", "args": ARGS}, settings.default_queue)
     OutboxJob.objects.create(
         jid=payload["jid"], payload=outbox.row_text(payload, settings), created_at=time.time() - 60
     )
     assert outbox.relay_round(DatabaseSource("default"), grace=0) == 1
-    written["outbox relay"] = landed(raw_redis, payload["jid"])
+    jids["outbox relay"] = payload["jid"]
+    return jids
 
+
+def test_every_landing_place_writes_the_same_args_in_rubys_spelling(r, redis_url):
+    raw_redis = redis.Redis.from_url(redis_url)
+    written = {way: landed(raw_redis, jid) for way, jid in push_everywhere(r).items()}
     assert {way: args_text(raw) for way, raw in written.items()} == {
         way: RUBY_ARGS.encode() for way in written
     }
+
+
+def test_job_enqueued_is_sent_for_new_jobs_and_not_for_a_requeue(r):
+    sent: list[str] = []
+
+    def receiver(sender: str, payload: dict[str, object], **kwargs: object) -> None:
+        sent.append(str(payload["jid"]))
+
+    job_enqueued.connect(receiver)
+    try:
+        jids = push_everywhere(r)
+    finally:
+        job_enqueued.disconnect(receiver)
+    assert sent == [jid for way, jid in jids.items() if way != "retry set requeue"]
