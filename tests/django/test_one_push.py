@@ -98,3 +98,27 @@ def test_job_enqueued_is_sent_for_new_jobs_and_not_for_a_requeue(r):
     finally:
         job_enqueued.disconnect(receiver)
     assert sent == [jid for way, jid in jids.items() if way != "retry set requeue"]
+
+
+def test_the_outbox_relay_does_not_run_the_client_middleware_again(r):
+    """The chain ran when the row was written, in the process that pushed: a relay stamping or
+    stopping the job a second time would change a job its writer already let go."""
+    seen: list[str] = []
+
+    def stop_everything(job: str, payload: dict[str, object], queue: str, call_next: object):
+        seen.append(job)
+
+    settings = get_settings()
+    payload = normalize({"class": "t.same_args", "args": ARGS}, settings.default_queue)
+    OutboxJob.objects.create(
+        jid=payload["jid"], payload=outbox.row_text(payload, settings), created_at=time.time() - 60
+    )
+    djqueue.client_middleware.add(stop_everything)
+    try:
+        assert outbox.relay_round(DatabaseSource("default"), grace=0) == 1
+    finally:
+        djqueue.client_middleware.remove(stop_everything)
+    assert seen == []
+    assert [json.loads(raw)["jid"] for raw in r.lrange(Keys().queue("default"), 0, -1)] == [
+        payload["jid"]
+    ]
