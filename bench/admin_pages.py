@@ -24,7 +24,7 @@ found inside Redis by ``scan.lua``, which reads the whole list to count the matc
 The queue's jobs are pushed through djqueue's own client: ``perform_later`` of eight registered
 jobs (``shop.jobs.*``, in unequal shares), in ``batched`` blocks of 1,000 (one round trip per
 block). The retry set's entries mimic what a worker writes for a failed job, built with the
-functions the worker calls: the client's ``normalize``; the job run through
+functions the worker calls: ``djqueue.payload.normalize``; the job run through
 ``djqueue.executor.run`` (server middleware included) until it raises, so the traceback is a
 real one; ``djqueue.retry.record_failure`` (``error_class``, ``error_message``, ``failed_at``,
 ``retry_count``, ``retried_at``, and ``error_backtrace`` for the two jobs with the
@@ -216,13 +216,13 @@ def failure(payload: dict[str, Any], kind: type[BaseException], message: str) ->
 
 def fill_retries(n: int, seed: int, client: redis.Redis) -> None:
     """``n`` failed jobs in the retry set, written field for field as a worker writes them."""
-    import djqueue
     from djqueue.api import RetrySet
-    from djqueue.payload import dumps
+    from djqueue.config import get_settings
+    from djqueue.payload import dumps, normalize
     from djqueue.retry import default_delay, record_failure
 
     key = RetrySet().key
-    normalize = djqueue.Client().normalize
+    default_queue = get_settings().default_queue
     jobs = handles()
     queues = {name: queue for name, _, queue, _ in JOBS}
     rng = random.Random(seed + 1)
@@ -233,7 +233,7 @@ def fill_retries(n: int, seed: int, client: redis.Redis) -> None:
     for i, name in enumerate(names):
         # What JobHandle.perform_later hands the client, with the queue of .set(queue=...).
         item = {**jobs[name].job_options, "class": name, "args": arguments(name, i, rng)}
-        payload = normalize(item | {"queue": queues[name]})
+        payload = normalize(item | {"queue": queues[name]}, default_queue)
         created = now - rng.uniform(60, 3 * 86_400)
         payload["created_at"] = payload["enqueued_at"] = created
         choice = rng.randrange(len(ERRORS[name]))

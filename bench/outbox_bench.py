@@ -158,14 +158,16 @@ def relay(job_name: str, rows: int, rounds: int, sizes: list[int]) -> None:
     from djqueue.client import get_client
     from djqueue.contrib.django.models import OutboxJob
     from djqueue.contrib.django.outbox import DatabaseSource
+    from djqueue.payload import normalize
 
     client = get_client()
+    queue = client.settings.default_queue
     source = DatabaseSource("default")
     rates: dict[int, list[float]] = {size: [] for size in sizes}
     for _ in range(rounds):
         for size in sizes:
             payloads = [
-                client.normalize({"class": job_name, "args": ["string", i, {"mike": "bob"}]})
+                normalize({"class": job_name, "args": ["string", i, {"mike": "bob"}]}, queue)
                 for i in range(rows)
             ]
             OutboxJob.objects.bulk_create(

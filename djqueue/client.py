@@ -17,19 +17,59 @@ import redis
 
 from . import config, connection
 from .config import Settings
-from .errors import PayloadTooLarge, RedisUnavailable
+from .errors import RedisUnavailable
 from .middleware import Chain, client_middleware
-from .payload import (
-    Payload,
-    check_json_args,
-    check_json_options,
-    check_queue_name,
-    dumps,
-    new_jid,
-    now,
-)
+from .payload import Payload, check_json_args, encode, new_jid, normalize, now
 from .signals import job_enqueued
 from .store import JobStore, Keys
+
+
+class Landing:
+    """Where a push lands: the one thing a caller of `Client.send` chooses. Each place writes
+    the jobs its own way (``write``) and says which steps of the push apply to it; the table
+    of places and steps is in docs/design.md (Client, "One way to push")."""
+
+    #: Whether the client middleware chain runs (not where it ran when the job was first
+    #: pushed: the outbox relay).
+    chain: bool = True
+    #: Whether the write happens inside the chain, so a middleware may wrap it or hold it for
+    #: later (enqueue-on-commit). Where it does not (a requeue: one atomic move for many
+    #: entries, written after every chain ran), a middleware that returns the payload without
+    #: calling ``call_next`` lets the job go now.
+    inline: bool = True
+
+    def write(self, client: Client, payloads: list[Payload]) -> None:
+        """Encode and write ``payloads`` (normalised jobs that went through the chain)."""
+        raise NotImplementedError
+
+
+class _ToQueue(Landing):
+    """A queue, or ``schedule`` for a job with a future ``at``: `Client.push`, ``push_bulk``
+    and everything built on them. Joins the thread's `batched` block when one is open."""
+
+    def write(self, client: Client, payloads: list[Payload]) -> None:
+        pending = getattr(_batch, "pending", None)
+        if pending is None:
+            client.raw_push(payloads)
+        else:
+            pending.setdefault(client, []).extend(payloads)
+
+
+class _Relayed(Landing):
+    """A queue or ``schedule``, for jobs from the outbox: the chain ran when the row was
+    written, in the pushing process. Written at once, never joining a `batched` block: the
+    rows' claim commits only once their jobs are in Redis."""
+
+    chain = False
+
+    def write(self, client: Client, payloads: list[Payload]) -> None:
+        client.raw_push(payloads)
+
+
+#: The landing places `djqueue.client` owns; the sets (requeue) and periodic jobs (tick)
+#: define theirs next to their store calls.
+QUEUE: Landing = _ToQueue()
+RELAY: Landing = _Relayed()
 
 
 class Client:
@@ -59,8 +99,8 @@ class Client:
 
     def push(self, item: dict[str, Any]) -> str | None:
         """Write one job; returns its jid, or None if a client middleware stopped it."""
-        payload = self.normalize(item)
-        return payload["jid"] if self._through_middleware(payload) else None
+        payload = normalize(item, self.settings.default_queue, self.settings.default_job_options)
+        return payload["jid"] if self.send([payload], QUEUE) else None
 
     def push_bulk(self, item: dict[str, Any], batch_size: int = 1000) -> list[str]:
         """Write one job per entry of ``item["args"]`` (a list of argument lists).
@@ -82,7 +122,7 @@ class Client:
         base["args"] = []
         if not isinstance(at, list):
             base["at"] = at
-        template = self.normalize(base)
+        template = normalize(base, self.settings.default_queue, self.settings.default_job_options)
         template.pop("at", None)
         payloads: list[Payload] = []
         for index, args in enumerate(args_list):
@@ -103,21 +143,23 @@ class Client:
                 one["at"] = when
             payloads.append(one)
         jids: list[str] = []
-        direct = not len(self.middleware) and getattr(_batch, "pending", None) is None
         for start in range(0, len(payloads), batch_size):
-            batch = payloads[start : start + batch_size]
-            if direct:  # nothing can stop or hold a job: write the batch as it is
-                self.raw_push(batch)
-                jids += [payload["jid"] for payload in batch]
-                continue
-            with batched():
-                for payload in batch:
-                    if self._through_middleware(payload):
-                        jids.append(payload["jid"])
+            with batched():  # one round trip per batch, whatever the chain does
+                jids += [
+                    payload["jid"]
+                    for payload in self.send(payloads[start : start + batch_size], QUEUE)
+                ]
         return jids
 
-    def _through_middleware(self, payload: Payload) -> bool:
-        """Run the chain around the write; True if the job was written or held for later.
+    # -- the push ------------------------------------------------------------------------------
+
+    def send(self, payloads: list[Payload], landing: Landing) -> list[Payload]:
+        """The one way a job reaches Redis: run the client middleware chain around each job
+        (where ``landing`` has it), then ``landing.write``, which encodes with
+        `djqueue.payload.encode` (Ruby's JSON, the size limit) and sends ``job_enqueued``
+        (`announce`). New jobs are normalised first (`djqueue.payload.normalize`); jobs that
+        were pushed before (a requeue, a relayed outbox row) are taken as stored. Returns the
+        payloads written or held by a middleware, in order; those stopped are left out.
 
         A push goes ahead when the chain reached its end, whatever the middleware returned: a
         middleware that calls ``call_next()`` but forgets to return its value still pushes.
@@ -125,62 +167,41 @@ class Client:
         commits): it keeps ``call_next``, calls it later, and returns the payload now, so the
         caller gets the jid at once.
         """
-        if not len(self.middleware):
-            self._write(payload)
-            return True
-        reached = False
+        if not landing.chain or not len(self.middleware):
+            landing.write(self, payloads)
+            return payloads
+        passed: list[Payload] = []
+        due: list[Payload] = []
+        for payload in payloads:
+            if self._through_chain(payload, landing, due):
+                passed.append(payload)
+        if due:
+            landing.write(self, due)
+        return passed
+
+    def _through_chain(self, payload: Payload, landing: Landing, due: list[Payload]) -> bool:
+        """Run the chain around one job's write; True if it was written, held, or (for a
+        landing that writes after the chain) added to ``due``."""
+        reached = closed = False
 
         def final() -> Payload:
             nonlocal reached
+            if landing.inline:
+                landing.write(self, [payload])
+            elif not closed:  # a call held past the chain: the job went with ``due``
+                due.append(payload)
             reached = True
-            self._write(payload)
             return payload
 
         result = self.middleware.invoke(payload["class"], payload, payload["queue"], final)
-        return reached or result is payload
-
-    def _write(self, payload: Payload) -> None:
-        pending = getattr(_batch, "pending", None)
-        if pending is None:
-            self.raw_push([payload])
-        else:
-            pending.setdefault(self, []).append(payload)
-
-    def normalize(self, item: dict[str, Any]) -> Payload:
-        """Check the item and fill in Sidekiq's fields (jid, created_at, queue, retry)."""
-        if not isinstance(item, dict):
-            raise TypeError(f"a job item must be a dict, got {type(item).__name__}")
-        name = item.get("class")
-        if not isinstance(name, str) or not name:
-            raise ValueError("a job item needs 'class': the job's registered name")
-        args = item.get("args")
-        if not isinstance(args, list):
-            raise TypeError(f"'args' must be a list, got {type(args).__name__}")
-        check_json_args(args)
-        # A job's own options, over the project's defaults, over djqueue's.
-        payload: Payload = {
-            "retry": True,
-            "queue": self.settings.default_queue,
-            **self.settings.default_job_options,
-        }
-        payload.update(item)
-        if "retention" in payload and not payload["retention"]:
-            del payload["retention"]  # ``retention=None`` turns a job's tracking off
-        check_queue_name(payload["queue"])
-        at = payload.get("at")
-        if at is not None and (not isinstance(at, (int, float)) or isinstance(at, bool)):
-            raise TypeError(f"'at' must be epoch seconds, got {type(at).__name__}")
-        jid = payload.get("jid")
-        if not jid:
-            payload["jid"] = new_jid()
-        elif not isinstance(jid, str):
-            raise TypeError(f"'jid' must be a string, got {type(jid).__name__}")
-        if "created_at" not in payload:
-            payload["created_at"] = now()
-        check_json_options(item)
-        return payload
-
-    # -- the write -----------------------------------------------------------------------------
+        closed = True
+        if reached:
+            return True
+        if result is not payload:
+            return False
+        if not landing.inline:
+            due.append(payload)
+        return True
 
     def raw_push(self, payloads: list[Payload]) -> None:
         """Write normalised payloads; due jobs to their queues, future ones to ``schedule``.
@@ -199,9 +220,7 @@ class Client:
                 payload.pop("enqueued_at", None)
             else:
                 payload["enqueued_at"] = t
-            text = dumps(payload)
-            if len(text) * 4 > limit and len(text.encode()) > limit:
-                raise PayloadTooLarge(payload["class"], len(text.encode()), limit)
+            text = encode(payload, limit)
             if at is not None and at > t:
                 scheduled.append((float(at), text))
             elif payload["queue"] in queued:
@@ -215,9 +234,14 @@ class Client:
             raise
         except connection.CONNECTION_ERRORS as exc:
             raise RedisUnavailable(self.settings.safe_redis_url, exc) from exc
-        if job_enqueued.receivers:
-            for payload in payloads:
-                job_enqueued.send(payload["class"], payload=payload)
+        announce(payloads)
+
+
+def announce(payloads: list[Payload]) -> None:
+    """Send ``job_enqueued`` for jobs just written (the last step of a landing's write)."""
+    if job_enqueued.receivers:
+        for payload in payloads:
+            job_enqueued.send(payload["class"], payload=payload)
 
 
 _batch = threading.local()

@@ -101,11 +101,13 @@ async def arun(payload: Payload, queue: str | None = None) -> Any:
 
 
 def execute_now(item: dict[str, Any]) -> Any:
-    """Build the payload exactly as a push would (the client's `normalize`), without writing
-    it, and run it here."""
-    from .client import get_client
+    """Build the payload exactly as a push would (`djqueue.payload.normalize`), without
+    writing it, and run it here."""
+    from .config import get_settings
+    from .payload import normalize
 
-    payload = get_client().normalize(item)
+    settings = get_settings()
+    payload = normalize(item, settings.default_queue, settings.default_job_options)
     payload.pop("at", None)
     payload["enqueued_at"] = payload["created_at"]
     return run(payload)

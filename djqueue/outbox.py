@@ -30,10 +30,10 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .client import Client, batched, get_client
+from .client import RELAY, Client, batched, get_client
 from .config import Settings
-from .errors import PayloadTooLarge, RedisUnavailable
-from .payload import Payload, dumps
+from .errors import RedisUnavailable
+from .payload import Payload, encode
 
 logger = logging.getLogger("djqueue.outbox")
 
@@ -118,11 +118,7 @@ def naming_fix(fix: str) -> Iterator[None]:
 def row_text(payload: Payload, settings: Settings) -> str:
     """The JSON a row keeps: the payload as the client would push it (``at`` included).
     A job too large to push is refused now, while the caller can still see the error."""
-    text = dumps(payload)
-    limit = settings.max_payload_bytes
-    if len(text) * 4 > limit and len(text.encode()) > limit:
-        raise PayloadTooLarge(payload["class"], len(text.encode()), limit)
-    return text
+    return encode(payload, settings.max_payload_bytes)
 
 
 def decode(rows: list[Row]) -> list[Payload]:
@@ -145,7 +141,7 @@ def push_rows(rows: list[Row], client: Client | None = None) -> None:
     """Push the jobs of ``rows`` in one round trip (raises `RedisUnavailable` if it failed)."""
     payloads = decode(rows)
     if payloads:
-        (client or get_client()).raw_push(payloads)
+        (client or get_client()).send(payloads, RELAY)
 
 
 def relay_round(

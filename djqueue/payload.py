@@ -15,9 +15,10 @@ import re
 import secrets
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from .errors import MalformedJob
+from .errors import MalformedJob, PayloadTooLarge
 
 Payload = dict[str, Any]
 
@@ -187,6 +188,51 @@ def _find_problem(value: Any) -> tuple[list[str], Any] | None:
                 return found
         return None
     return ([], value)
+
+
+def normalize(
+    item: dict[str, Any], default_queue: str, defaults: Mapping[str, Any] | None = None
+) -> Payload:
+    """Check a job item and fill in Sidekiq's fields (jid, created_at, queue, retry): what
+    every new job goes through before it is pushed (`djqueue.client.Client.send`), run with
+    ``perform_now``, or kept in the outbox. ``defaults``: the ``default_job_options``
+    setting; a job's own options win over them, and they over djqueue's."""
+    if not isinstance(item, dict):
+        raise TypeError(f"a job item must be a dict, got {type(item).__name__}")
+    name = item.get("class")
+    if not isinstance(name, str) or not name:
+        raise ValueError("a job item needs 'class': the job's registered name")
+    args = item.get("args")
+    if not isinstance(args, list):
+        raise TypeError(f"'args' must be a list, got {type(args).__name__}")
+    check_json_args(args)
+    payload: Payload = {"retry": True, "queue": default_queue, **(defaults or {})}
+    payload.update(item)
+    if "retention" in payload and not payload["retention"]:
+        del payload["retention"]  # ``retention=None`` turns a job's tracking off
+    check_queue_name(payload["queue"])
+    at = payload.get("at")
+    if at is not None and (not isinstance(at, (int, float)) or isinstance(at, bool)):
+        raise TypeError(f"'at' must be epoch seconds, got {type(at).__name__}")
+    jid = payload.get("jid")
+    if not jid:
+        payload["jid"] = new_jid()
+    elif not isinstance(jid, str):
+        raise TypeError(f"'jid' must be a string, got {type(jid).__name__}")
+    if "created_at" not in payload:
+        payload["created_at"] = now()
+    check_json_options(item)
+    return payload
+
+
+def encode(payload: Payload, limit: int) -> str:
+    """The job's JSON (`dumps`), refused with `djqueue.errors.PayloadTooLarge` when it is over
+    ``limit`` bytes (the ``max_payload_bytes`` setting): checked before anything is written.
+    A character is at most 4 bytes of UTF-8, so most payloads are passed without encoding."""
+    text = dumps(payload)
+    if len(text) * 4 > limit and len(text.encode()) > limit:
+        raise PayloadTooLarge(payload["class"], len(text.encode()), limit)
+    return text
 
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)

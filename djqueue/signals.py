@@ -20,9 +20,10 @@ worker_stopping        the worker's identity ``info``
 worker_forking         the swarm             (none)
 =====================  ====================  ==============================================
 
-``job_enqueued`` is sent by the client for each job written (scheduled ones included); the
-others by the worker runtime. ``job_failed`` is sent for every failed attempt, before it is
-decided whether the job is retried or dead.
+``job_enqueued`` is sent by the client for each job written (scheduled ones, periodic runs and
+relayed outbox rows included; not for a job moved back from a set, announced when first
+pushed: `djqueue.client.Client.send`); the others by the worker runtime. ``job_failed`` is
+sent for every failed attempt, before it is decided whether the job is retried or dead.
 
 ``worker_preparing`` is sent by ``run_worker`` once the modules given with ``-r`` are imported
 and the app given with ``--app`` (or by a framework's own worker command) is loaded, before the

@@ -165,6 +165,27 @@ def test_retry_runs_client_middleware(redis_url, r):
     assert [e.args for e in RetrySet().jobs()] == [[2]]
 
 
+def test_a_middleware_holding_the_push_does_not_delay_a_retry(redis_url, r):
+    """Enqueue-on-commit holds a push until the transaction commits; an admin's retry is one
+    atomic move, not part of the page's transaction, so it goes at once, and the held call
+    made later writes nothing more."""
+    add(r, "retry", failed_job(1), time.time())
+    held = []
+
+    def hold(job, payload, queue, call_next):
+        held.append(call_next)
+        return payload
+
+    client_middleware.add(hold)
+    try:
+        assert RetrySet().retry_all() == 1
+    finally:
+        client_middleware.remove(hold)
+    assert [job["args"] for job in queued(r)] == [[1]] and RetrySet().size == 0
+    held[0]()
+    assert [job["args"] for job in queued(r)] == [[1]]
+
+
 def test_kill_moves_to_dead(redis_url, r):
     add(r, "retry", failed_job(1), time.time() + 10)
     entry = RetrySet().jobs()[0]

@@ -390,6 +390,18 @@ def test_an_entry_that_cannot_be_pushed_is_reported_and_the_others_still_fire(re
     assert "periodic bad: tick 2027-01-01T10:00:00Z not pushed" in caplog.text
 
 
+def test_a_periodic_run_over_the_size_setting_is_reported_and_its_tick_stays_unclaimed(
+    redis_url, r, caplog
+):
+    djqueue.configure(redis_url=redis_url, max_payload_bytes=1000)
+    sync([declare("* * * * *", name="big", args=["x" * 990])], get_settings(), r)
+    poller(r).poll(at(2027, 1, 1, 10, 0, 1))
+    assert pushed() == []
+    assert "periodic big: tick 2027-01-01T10:00:00Z not pushed" in caplog.text
+    assert "over the max_payload_bytes setting (1,000)" in caplog.text
+    assert iso(at(2027, 1, 1, 10)) not in r.zrange(Keys().cron_enqueued("big"), 0, -1)
+
+
 def test_an_active_job_entry_is_pushed_in_active_jobs_wrapper(redis_url, r):
     r.sadd("cron_jobs", "cron_job:aj")
     r.hset(

@@ -17,7 +17,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..client import Client, Landing, announce
 from ..cron import CronSchedule, InvalidCron, enqueue_time, iso, parse, parse_enqueue_time
+from ..payload import Payload, encode, normalize
 from ..schedule import SOURCE
 from ..store.cron import FIRED, CronStore, StoredEntry
 from .base import ApiObject
@@ -175,43 +177,18 @@ class PeriodicJob(ApiObject):
         """Push the job for ``tick`` (epoch) unless another poller claimed it first, or now
         when ``tick`` is None. ``clock`` tells the time the run is stamped with
         (``last_enqueue_time``, the payload's ``enqueued_at``): Redis's, so that a host whose
-        clock is off never writes a last run that hides the next ticks. Client middleware
-        runs as for any push; the write is the store's claim-and-push (``lua/cron_fire.lua``).
-        Returns the jid pushed, else None."""
-        from ..client import Client
-        from ..signals import job_enqueued
-
+        clock is off never writes a last run that hides the next ticks. The job is pushed as
+        any other (`djqueue.client.Client.send`), landing through the store's claim-and-push
+        (``lua/cron_fire.lua``, `_Tick`). Returns the jid pushed, else None."""
         now = clock()
         client = Client(self.settings, self.redis)
-        payload = client.normalize(self.item(now))
+        payload = normalize(
+            self.item(now), self.settings.default_queue, self.settings.default_job_options
+        )
         payload.pop("at", None)
-        outcome: list[int] = []
-
-        def write() -> dict[str, Any]:
-            payload["enqueued_at"] = clock()
-            outcome.append(
-                self._call(
-                    lambda: self.cron_store.fire(
-                        self.name,
-                        payload["queue"],
-                        json.dumps(payload, separators=(",", ":")),
-                        payload["jid"],
-                        enqueue_time(now),
-                        None if tick is None else (tick, iso(tick)),
-                    )
-                )
-            )
-            return payload
-
-        if len(client.middleware):
-            client.middleware.invoke(payload["class"], payload, payload["queue"], write)
-        else:
-            write()
-        if not outcome or outcome[0] != FIRED:
-            return None
-        if job_enqueued.receivers:
-            job_enqueued.send(payload["class"], payload=payload)
-        return str(payload["jid"])
+        landing = _Tick(self, tick, clock, now)
+        client.send([payload], landing)
+        return str(payload["jid"]) if landing.fired else None
 
     def item(self, now: float) -> dict[str, Any]:
         """The job to push, built as sidekiq-cron builds it from the entry."""
@@ -243,6 +220,39 @@ class PeriodicJob(ApiObject):
         item["args"] = args
         item["queue"] = self.queue
         return item
+
+
+class _Tick(Landing):
+    """A periodic run: the claim of its tick and the push together, in one script, so a tick
+    is pushed once across every poller. The write happens inside the chain, as a push's does."""
+
+    def __init__(
+        self, entry: PeriodicJob, tick: float | None, clock: Callable[[], float], now: float
+    ) -> None:
+        self.entry, self.tick, self.clock, self.now = entry, tick, clock, now
+        self.fired = False
+
+    def write(self, client: Client, payloads: list[Payload]) -> None:
+        for payload in payloads:
+            self._fire(payload, client.settings.max_payload_bytes)
+
+    def _fire(self, payload: Payload, limit: int) -> None:
+        entry, tick = self.entry, self.tick
+        payload["enqueued_at"] = self.clock()
+        text = encode(payload, limit)
+        outcome = entry._call(
+            lambda: entry.cron_store.fire(
+                entry.name,
+                payload["queue"],
+                text,
+                payload["jid"],
+                enqueue_time(self.now),
+                None if tick is None else (tick, iso(tick)),
+            )
+        )
+        if outcome == FIRED:
+            self.fired = True
+            announce([payload])
 
 
 def redis_clock(api: ApiObject) -> Callable[[], float]:

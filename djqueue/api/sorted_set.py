@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import redis
 
+from ..client import Client, Landing
 from ..config import Settings
-from ..middleware import client_middleware
 from ..payload import Payload, dumps, now
 from ..store.listing import Filter, next_matches, read_page, scan_page
 from .base import ApiObject
@@ -191,13 +191,14 @@ class SortedSet(ApiObject):
         return self.delete_entries(self.fetch(score, jid)) > 0
 
     def requeue(self, entries: list[SortedEntry], decrement: bool = False) -> int:
-        """Push entries to their queues now, through the client middleware.
+        """Push entries to their queues now, through the client middleware (`_Requeue`).
 
         ``decrement`` lowers ``retry_count`` by one (Sidekiq's "retry now"), so the failure
         after a manual retry records the count the job already had. Entries that are not job
         JSON, and those a middleware stops, stay where they are. Returns how many moved.
         """
-        moves: list[tuple[str | bytes, str, str]] = []
+        landing = _Requeue(self)
+        payloads: list[Payload] = []
         for entry in entries:
             if entry.is_malformed or not entry.job_name:
                 continue
@@ -208,13 +209,11 @@ class SortedSet(ApiObject):
                 payload["retry_count"] = count - 1
             payload["queue"] = queue
             payload.pop("at", None)
-            if not _through_middleware(payload):
-                continue
-            payload["enqueued_at"] = now()
-            moves.append((entry.raw, payload["queue"], dumps(payload)))
-        if not moves:
-            return 0
-        return self._call(lambda: self.store.move_to_queue(self.key, moves).moved)
+            landing.raws[id(payload)] = entry.raw
+            payloads.append(payload)
+        if payloads:
+            Client(self.settings, self.redis).send(payloads, landing)
+        return landing.moved
 
     def kill_entries(self, entries: list[SortedEntry]) -> int:
         """Move entries to the dead set, which is then trimmed; returns how many moved."""
@@ -261,23 +260,30 @@ class SortedSet(ApiObject):
         return total
 
 
-def _through_middleware(payload: Payload) -> bool:
-    """Run the client middleware as a push does; False when one stopped the push.
+class _Requeue(Landing):
+    """A set's entries moved to their queues (retry now, add to queue): the chain runs as for
+    a push, but the move is one atomic script for the whole batch, written after every chain
+    ran, so a middleware that holds writes back until later (Django's enqueue-on-commit) gets
+    no say over the timing here: an admin action is not part of the page's transaction. No
+    size limit (the entry is in Redis already) and no ``job_enqueued`` (the job was announced
+    when first pushed)."""
 
-    As in `djqueue.client.Client`, the push goes ahead when the chain reached its end or
-    returned the payload. A middleware that holds writes back until later (Django's
-    enqueue-on-commit) gets no say over the timing here: the move is one atomic script, and an
-    admin action is not part of the page's transaction.
-    """
-    reached = False
+    inline = False
 
-    def final() -> Payload:
-        nonlocal reached
-        reached = True
-        return payload
+    def __init__(self, source: SortedSet) -> None:
+        self.source = source
+        #: id(payload) -> the member it was read from, which the move removes.
+        self.raws: dict[int, str | bytes] = {}
+        self.moved = 0
 
-    result = client_middleware.invoke(payload["class"], payload, payload["queue"], final)
-    return reached or result is payload
+    def write(self, client: Client, payloads: list[Payload]) -> None:
+        t = now()
+        moves = []
+        for payload in payloads:
+            payload["enqueued_at"] = t
+            moves.append((self.raws[id(payload)], payload["queue"], dumps(payload)))
+        source = self.source
+        self.moved += source._call(lambda: source.store.move_to_queue(source.key, moves).moved)
 
 
 class ScheduledSet(SortedSet):

@@ -24,6 +24,7 @@ from djqueue.contrib.django.models import OutboxJob
 from djqueue.contrib.django.outbox import DatabaseSource
 from djqueue.errors import RedisUnavailable
 from djqueue.outbox import DUTY
+from djqueue.payload import normalize
 from djqueue.worker import duties
 from tests import worker_support
 from tests.django.conftest import queued, seen
@@ -236,7 +237,10 @@ def test_kill_9_between_commit_and_push_the_job_still_runs(r, redis_url, db, wor
 def test_two_workers_relay_1000_rows_each_pushed_once(r, redis_url, db, workers, tmp_path):
     client = Client()
     old = time.time() - 60
-    payloads = [client.normalize({"class": note.job_name, "args": [n]}) for n in range(1000)]
+    payloads = [
+        normalize({"class": note.job_name, "args": [n]}, client.settings.default_queue)
+        for n in range(1000)
+    ]
     OutboxJob.objects.using(db).bulk_create(
         OutboxJob(jid=p["jid"], payload=json.dumps(p), created_at=old) for p in payloads
     )
@@ -254,7 +258,10 @@ def test_two_workers_relay_1000_rows_each_pushed_once(r, redis_url, db, workers,
 def old_rows(db: str, count: int) -> list[str]:
     """``count`` rows of note(n) past any grace, as a commit that never pushed leaves them."""
     client = Client()
-    payloads = [client.normalize({"class": note.job_name, "args": [n]}) for n in range(count)]
+    payloads = [
+        normalize({"class": note.job_name, "args": [n]}, client.settings.default_queue)
+        for n in range(count)
+    ]
     OutboxJob.objects.using(db).bulk_create(
         OutboxJob(jid=p["jid"], payload=json.dumps(p), created_at=time.time() - 60)
         for p in payloads

@@ -23,6 +23,7 @@ import djqueue
 from djqueue import outbox
 from djqueue.client import Client
 from djqueue.errors import RedisUnavailable
+from djqueue.payload import normalize
 from flask_djqueue.outbox import EngineSource, outbox_metadata, outbox_table
 from tests import worker_support
 from tests.redis_server import RedisServer
@@ -153,7 +154,10 @@ def test_the_outbox_without_its_table_says_how_to_create_it(redis_url: str, data
 
 def test_a_relay_round_with_redis_down_keeps_every_row(app: flask.Flask) -> None:
     client = Client()
-    payloads = [client.normalize({"class": "shop.count_orders", "args": []}) for _ in range(80)]
+    payloads = [
+        normalize({"class": "shop.count_orders", "args": []}, client.settings.default_queue)
+        for _ in range(80)
+    ]
     with app.app_context(), db.engine.begin() as connection:
         connection.execute(
             insert(outbox_table),
@@ -254,7 +258,10 @@ def test_two_workers_relay_1000_rows_each_pushed_once(
     app: flask.Flask, redis_url: str, database: str, r: redis.Redis, workers: list[Any], tmp_path
 ) -> None:
     client = Client()
-    payloads = [client.normalize({"class": "shop.count_orders", "args": []}) for _ in range(1000)]
+    payloads = [
+        normalize({"class": "shop.count_orders", "args": []}, client.settings.default_queue)
+        for _ in range(1000)
+    ]
     old = time.time() - 60
     with app.app_context(), db.engine.begin() as connection:
         connection.execute(
