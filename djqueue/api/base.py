@@ -95,20 +95,3 @@ class ApiObject:
     def _context(self) -> dict[str, Any]:
         """Keyword arguments that build a sibling object on the same settings and client."""
         return {"settings": self.settings, "redis_client": self.redis}
-
-
-def text(value: Any) -> str:
-    """A Redis reply as text; job JSON is UTF-8, anything else is shown with replacements."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return "" if value is None else str(value)
-
-
-def integer(value: Any, default: int = 0) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return default

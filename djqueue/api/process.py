@@ -18,7 +18,8 @@ import redis
 
 from ..config import Settings
 from ..payload import to_seconds
-from .base import ApiObject, Problems, integer, text
+from ..store.replies import integer, text
+from .base import ApiObject, Problems
 
 #: The fields of the process hash, besides ``info``, that a process listing shows.
 FIELDS = ("info", "busy", "beat", "quiet", "rss", "rtt_us", "concurrency")

@@ -15,7 +15,8 @@ import redis
 from ..config import Settings
 from ..errors import BadKey
 from ..store.listing import Filter, next_matches, read_page, scan_page
-from .base import ApiObject, integer, text
+from ..store.replies import integer, text
+from .base import ApiObject
 from .listing import Listing
 from .record import JobRecord
 

@@ -15,7 +15,8 @@ import redis
 
 from ..config import Settings
 from ..store import bad_keys
-from .base import ApiObject, Problems, integer, text
+from ..store.replies import integer, text
+from .base import ApiObject, Problems
 from .record import JobRecord
 
 

@@ -16,7 +16,8 @@ import redis
 
 from ..config import Settings
 from ..payload import to_seconds
-from .base import ApiObject, Problems, integer, text
+from ..store.replies import integer, text
+from .base import ApiObject, Problems
 from .record import JobRecord
 
 
