@@ -291,7 +291,7 @@ def test_admin_dashboard_and_djqueue_stats_show_the_outbox(admin_client, r, redi
     assert "Outbox" in page and "Oldest outbox row (s)" in page
     live = admin_client.get("/admin/djqueue/dashboard/live/").json()
     assert live["figures"]["outbox"] == "1" and 41 <= int(live["figures"]["outbox_age"]) <= 60
-    from djqueue.api import report
+    from djqueue import report
     from djqueue.contrib.django.outbox import relay_duty
 
     assert "outbox" not in report.stats()  # no relay has published anything yet
