@@ -95,7 +95,7 @@ def periodic(settings: Settings | None = None, now: float | None = None) -> str:
 def _when(seconds: float | None, *, seconds_only: bool = False) -> str:
     if seconds is None:
         return ""
-    moment = dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc)
+    moment = dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
     if seconds_only:
         return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"

@@ -28,7 +28,7 @@ NEW_YORK = ZoneInfo("America/New_York")
 PARIS = ZoneInfo("Europe/Paris")
 
 
-def at(year, month, day, hour=0, minute=0, second=0, tz=dt.timezone.utc) -> float:
+def at(year, month, day, hour=0, minute=0, second=0, tz=dt.UTC) -> float:
     return dt.datetime(year, month, day, hour, minute, second, tzinfo=tz).timestamp()
 
 

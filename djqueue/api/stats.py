@@ -135,7 +135,7 @@ class History(ApiObject):
         super().__init__(settings, redis_client)
         if not 1 <= days <= 5 * 365:
             raise ValueError("days must be between 1 and 1825 (five years)")
-        first = start or dt.datetime.now(dt.timezone.utc).date()
+        first = start or dt.datetime.now(dt.UTC).date()
         self.dates = [(first - dt.timedelta(days=n)).isoformat() for n in range(days)]
         self._processed: dict[str, int] | None = None
         self._failed: dict[str, int] | None = None
