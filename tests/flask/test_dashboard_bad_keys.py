@@ -18,10 +18,10 @@ from djqueue.cron import iso, parse
 from djqueue.schedule import build
 from djqueue.store import Keys
 from djqueue.store.cron import CronStore
-from tests import test_flask_dashboard_lifecycle
+from tests.flask import test_dashboard_lifecycle
 
 #: The dashboard open to everyone, as the lifecycle tests mount it.
-client = test_flask_dashboard_lifecycle.client
+client = test_dashboard_lifecycle.client
 
 
 @djqueue.job(name="flask_bad.ok")
