@@ -106,6 +106,13 @@ def workers() -> Iterator[list[subprocess.Popen[bytes]]]:
         assert process.wait(30) == 0
 
 
+def relayed(app: flask.Flask, order_id: int, log: Path) -> None:
+    """Wait for a worker's relay to push the order's job, the job to confirm it, and the
+    relay to delete its row."""
+    wait_for(lambda: status(app, order_id) == "confirmed", RELAY_WAIT, "the relayed job", log)
+    wait_for(lambda: not rows(app), RELAY_WAIT, "the row deleted", log)
+
+
 def status(app: flask.Flask, order_id: int) -> str | None:
     with app.app_context():
         order = db.session.get(Order, order_id)
@@ -155,13 +162,7 @@ def test_redis_stopped_before_the_commit_the_job_runs_once_redis_is_back(
     own.start()
     log = tmp_path / "worker.log"
     workers.append(worker(app, own.url, database, log))
-    wait_for(
-        lambda: status(app, order_id) == "confirmed",
-        what="the relayed job",
-        log=log,
-        timeout=RELAY_WAIT,
-    )
-    wait_for(lambda: not rows(app), what="the row deleted", log=log, timeout=RELAY_WAIT)
+    relayed(app, order_id, log)
     with app.app_context():
         db.engine.dispose()
     own.close()
@@ -203,13 +204,7 @@ def test_kill_9_between_commit_and_push_the_job_still_runs(
     assert len(rows(app)) == 1 and queued(r) == []
     log = tmp_path / "worker.log"
     workers.append(worker(app, redis_url, database, log))
-    wait_for(
-        lambda: status(app, order_id) == "confirmed",
-        what="the relayed job",
-        log=log,
-        timeout=RELAY_WAIT,
-    )
-    wait_for(lambda: not rows(app), what="the row deleted", log=log, timeout=RELAY_WAIT)
+    relayed(app, order_id, log)
 
 
 @pytest.mark.long
