@@ -8,8 +8,10 @@ Django app's pair: `djqueue.contrib.django.stamping` and `.server`; flask_djqueu
 accepted (`accept_request_id`), what is written (`stamp`) and what is read back (`carried`).
 So inside a job::
 
-    djqueue.context.request_id()   # the id of the request that pushed this job
-    djqueue.context.user_id()
+    from djqueue import context
+
+    context.request_id()   # the id of the request that pushed this job
+    context.user_id()
 
 and log records carry ``request_id`` when `RequestIdFilter` is on the handler. A framework adds
 what it needs around this (Django activates the language), which is why the values live in a

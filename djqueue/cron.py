@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 #: Shorthands, spelled out as the cron man page defines them.
 SHORTHANDS = {

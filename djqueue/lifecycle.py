@@ -17,12 +17,10 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-import redis.exceptions
-
 from .config import Settings
 from .connection import get_waits, translate_errors
 from .errors import BadKey, JobCancelled, JobFailed, JobNotTracked, ResultTimeout
-from .store import JobStore, StatusStore, bad_keys
+from .store import JobStore, StatusStore
 from .store.status import ENDS
 
 #: Every state, in the order a job usually goes through them.
@@ -141,18 +139,13 @@ def status(jid: str, settings: Settings | None = None) -> JobStatus:
     Raises `BadKey` when the status key holds another type than a hash; an ``attempts``
     that is not a number reads as 0 and is named in ``problems`` (the next start repairs it)."""
     store, _, client = _stores(settings)
-    key = store.keys.status(str(jid))
-    try:
-        with translate_errors(client.settings):
-            fields = store.read(str(jid))
-    except redis.exceptions.ResponseError as exc:
-        if not bad_keys.is_wrong_type(exc):
-            raise
-        raise BadKey(key, bad_keys.wrong_type(store.redis, key, "hash") or str(exc)) from exc
+    with translate_errors(client.settings):
+        fields, bad = store.checked(str(jid))
+    if fields is None:
+        raise BadKey(*bad[0])
     found = JobStatus.from_hash(str(jid), fields)
-    if bad_keys.not_a_count(fields.get("attempts")):
-        what = f"has attempts {bad_keys.quoted(fields['attempts'])}, not an integer"
-        found = replace(found, problems=(str(BadKey(key, what)),))
+    if bad:
+        found = replace(found, problems=tuple(str(BadKey(key, what)) for key, what in bad))
     return found
 
 
@@ -238,11 +231,10 @@ def cancel(jid: str) -> str:
     """
     store, jobs, client = _stores()
     with translate_errors(client.settings):
-        return _cancel(store, jobs, client, str(jid))
+        return _cancel(store, jobs, str(jid))
 
 
-def _cancel(store: StatusStore, jobs: JobStore, client: Any, jid: str) -> str:
-    keys = client.keys
+def _cancel(store: StatusStore, jobs: JobStore, jid: str) -> str:
     for _ in range(3):  # the job may move while we look (the poller, a worker): look again
         st = JobStatus.from_hash(jid, store.read(jid))
         if st.finished:
@@ -251,20 +243,7 @@ def _cancel(store: StatusStore, jobs: JobStore, client: Any, jid: str) -> str:
             if store.flag_cancel(jid):
                 return CANCELLING
             continue
-        places: list[tuple[str, str]] = []
-        if st.state == "scheduled":
-            places.append((keys.schedule, "zset"))
-        elif st.state == "retry":
-            places.append((keys.retry, "zset"))
-        elif st.state == "pending" and st.queue:
-            places.append((keys.queue(st.queue), "list"))
-        else:
-            places += [(keys.schedule, "zset"), (keys.retry, "zset")]
-            names = sorted(
-                n.decode() if isinstance(n, bytes) else n
-                for n in client.redis.smembers(keys.queues)
-            )
-            places += [(keys.queue(name), "list") for name in names]
+        places = jobs.places(st.state, st.queue)
         for key, kind in places:
             for member, _position in jobs.candidates(key, jid, kind):
                 if _jid_of(member) == jid and store.remove(key, kind, member):

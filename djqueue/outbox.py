@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -101,17 +100,12 @@ TABLE = "djqueue_outbox"
 @contextmanager
 def naming_fix(fix: str) -> Iterator[None]:
     """A database error that names the outbox table (it was never created) gets ``fix`` as a
-    note, so the traceback says what to do; the error keeps its type for the caller. Python
-    3.10 has no notes: the fix is logged there instead."""
+    note, so the traceback says what to do; the error keeps its type for the caller."""
     try:
         yield
     except Exception as exc:
         if TABLE in str(exc):
-            message = f"djqueue: the outbox table is missing: {fix}"
-            if sys.version_info >= (3, 11):
-                exc.add_note(message)
-            else:
-                logger.error(message)
+            exc.add_note(f"djqueue: the outbox table is missing: {fix}")
         raise
 
 

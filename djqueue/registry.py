@@ -8,12 +8,55 @@ from becoming a way to run arbitrary code.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import DuplicateJobName, UnknownJob
 
+
+class JobDefinition(Protocol):
+    """What the registry holds under a job's name, and all the worker asks of it: a function
+    decorated with ``@job`` (`djqueue.job.FunctionJob`, whose methods serve its one function)
+    or a `djqueue.Job` subclass (whose class methods make an instance per run). The executor
+    and the runtime call only these, so both kinds run the same way, threaded or ``async``."""
+
+    @property
+    def job_name(self) -> str:
+        """The registered name, written as the payload's ``class``."""
+        ...
+
+    @property
+    def job_options(self) -> dict[str, Any]:
+        """Payload options every push starts from (queue, retry, retention, ...)."""
+        ...
+
+    @property
+    def job_is_async(self) -> bool:
+        """An ``async def`` job: the worker runs it on its event loop."""
+        ...
+
+    def instantiate(self, payload: dict[str, Any]) -> Any:
+        """What runs this payload (the function's handle, or a new `Job` with its jid)."""
+        ...
+
+    def execute(self, instance: Any, args: list[Any]) -> Any:
+        """Run it in this thread (a coroutine it returns is run to completion)."""
+        ...
+
+    async def aexecute(self, instance: Any, args: list[Any]) -> Any:
+        """Await it on the worker's event loop."""
+        ...
+
+    def retry_in(self, count: int, exc: BaseException) -> Any:
+        """Seconds before the next retry, ``"kill"``, ``"discard"``, or None for the default."""
+        ...
+
+    def retries_exhausted(self, payload: dict[str, Any], exc: BaseException) -> None:
+        """Called once when the job goes to ``dead`` after its last retry."""
+        ...
+
+
 _lock = threading.Lock()
-_jobs: dict[str, Any] = {}
+_jobs: dict[str, JobDefinition] = {}
 
 #: Where this process's jobs are imported, as the messages about a missing job say it: the
 #: plain worker's ``-r``, unless a framework's worker named its own way (`set_imported_where`).
@@ -34,7 +77,7 @@ def missing_hint(what: str = "the module that defines it") -> str:
     return f"import {what} {_where}"
 
 
-def register(name: str, definition: Any) -> None:
+def register(name: str, definition: JobDefinition) -> None:
     """Record ``definition`` under ``name``; a second, different job with that name is refused.
 
     Registering the same object again (a module imported twice under one name) is allowed, and
@@ -62,7 +105,7 @@ def _origin(definition: Any) -> str:
     return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
 
 
-def lookup(name: str) -> Any:
+def lookup(name: str) -> JobDefinition:
     """The job registered as ``name``, or `UnknownJob`."""
     try:
         return _jobs[name]
@@ -72,7 +115,7 @@ def lookup(name: str) -> Any:
         ) from None
 
 
-def get(name: str) -> Any | None:
+def get(name: str) -> JobDefinition | None:
     return _jobs.get(name)
 
 

@@ -12,6 +12,8 @@ import time
 
 import redis
 
+from .worker_support import wait_for
+
 REDIS_SERVER = shutil.which("redis-server")
 MISSING = (
     "redis-server not found: install Redis 6.2+ (Debian/Ubuntu: apt-get install redis-server; "
@@ -65,23 +67,21 @@ class RedisServer:
         else:
             args += ["--appendonly", "no"]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
         client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.exceptions.BusyLoadingError:
-                pass
-            except redis.exceptions.ConnectionError:
-                if self.process.poll() is not None:
-                    err = self.process.stderr.read().decode() if self.process.stderr else ""
-                    raise RuntimeError(f"redis-server exited at start: {err}") from None
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server on port {self.port} did not answer in 10 s")
-            time.sleep(0.02)
+        wait_for(lambda: self._answers(client), 10, f"redis-server on port {self.port} answering")
         client.close()
         return self
+
+    def _answers(self, client: redis.Redis) -> bool:
+        try:
+            return bool(client.ping())
+        except redis.exceptions.BusyLoadingError:
+            return False
+        except redis.exceptions.ConnectionError:
+            if self.process is not None and self.process.poll() is not None:
+                err = self.process.stderr.read().decode() if self.process.stderr else ""
+                raise RuntimeError(f"redis-server exited at start: {err}") from None
+            return False
 
     def stop(self, kill: bool = False) -> None:
         if self.process and self.process.poll() is None:

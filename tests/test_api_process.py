@@ -213,7 +213,7 @@ def test_reset(redis_url, r):
 
 
 def test_history(redis_url, r):
-    today = dt.datetime.now(dt.timezone.utc).date()
+    today = dt.datetime.now(dt.UTC).date()
     yesterday = today - dt.timedelta(days=1)
     r.set(f"stat:processed:{today}", 40)
     r.set(f"stat:processed:{yesterday}", 30)

@@ -199,7 +199,7 @@ def test_find_job_across_several_script_calls(redis_url, r, monkeypatch):
 
 def test_the_stats_and_queues_reports_name_bad_keys(redis_url, r):
     """``djqueue stats`` and ``djqueue queues`` print what they can and name the bad keys."""
-    from djqueue.api import report
+    from djqueue import report
 
     djqueue.Client().push({"class": "x", "args": [], "queue": "mailers"})
     r.set("queue:broken", "x")

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -22,6 +21,7 @@ import djqueue
 from djqueue import config, connection, signals
 
 from .redis_server import REDIS_SERVER, RedisServer, free_port
+from .worker_support import wait_for
 
 
 @djqueue.job(name="core.connection.ping")
@@ -50,18 +50,20 @@ def start_server(*extra: str) -> tuple[subprocess.Popen[bytes], int, str]:
 
 
 def wait_until(check, what: str, process: subprocess.Popen[bytes] | None = None) -> None:
-    deadline = time.monotonic() + 10
-    while True:
+    """`wait_for` a server that is starting: ``check`` may fail to connect until it is up, and
+    a server that exited stops the wait."""
+
+    def up() -> bool:
         try:
             if check():
-                return
+                return True
         except (redis.ConnectionError, OSError):
             pass
         if process is not None and process.poll() is not None:
             raise ChildProcessError(f"{what} exited at start")
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not come up in 10 s")
-        time.sleep(0.05)
+        return False
+
+    wait_for(up, 10, f"{what} up")
 
 
 def stop_server(process: subprocess.Popen[bytes], workdir: str) -> None:

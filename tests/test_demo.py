@@ -18,10 +18,9 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +29,7 @@ import djqueue
 from djqueue.api import PeriodicSet, ScheduledSet
 
 from .redis_server import MISSING, REDIS_SERVER
+from .worker_support import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 
@@ -67,14 +67,15 @@ class Demo:
         return "\n".join(self.lines)
 
     def wait_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP
-        while not any(line.startswith(READY) for line in self.lines):
-            if self.process.poll() is not None:
-                self.reader.join(5)
-                pytest.fail(f"scripts/demo exited ({self.process.returncode}):\n{self.output}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"scripts/demo not ready after {STARTUP:.0f} s:\n{self.output}")
-            time.sleep(0.2)
+        wait_for(self._ready, STARTUP, "scripts/demo ready", lambda: self.output)
+
+    def _ready(self) -> bool:
+        if any(line.startswith(READY) for line in self.lines):
+            return True
+        if self.process.poll() is not None:
+            self.reader.join(5)
+            pytest.fail(f"scripts/demo exited ({self.process.returncode}):\n{self.output}")
+        return False
 
     def value(self, label: str) -> str:
         """The value printed after ``label`` in the demo's summary."""
@@ -132,14 +133,6 @@ def order_confirmed(url: str) -> bool:
         return bool(json.load(response)["confirmed"])
 
 
-def eventually(check: Callable[[], bool], what: str, timeout: float = 40.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.25)
-
-
 def session_members(sid: int) -> dict[int, str]:
     """Every live process of the session ``sid`` (the demo and whatever it started, in any
     process group), each with its start time, so a reused pid is not mistaken for it."""
@@ -188,19 +181,19 @@ def test_demo_runs_the_example_and_stops_everything_on_ctrl_c(demo: Demo) -> Non
     def state(job: str) -> str:
         return djqueue.status(demo.jid(job), settings).state
 
-    eventually(lambda: state("send_welcome") == "completed", "send_welcome completed")
-    eventually(lambda: order_confirmed(f"{site}/orders/1/"), "the order confirmed by the worker")
+    wait_for(lambda: state("send_welcome") == "completed", 40, "send_welcome completed")
+    wait_for(lambda: order_confirmed(f"{site}/orders/1/"), 40, "the order confirmed by the worker")
     assert state("notify_warehouse") in ("retry", "dead")
     assert ScheduledSet(settings).find_job(demo.jid("remind_unconfirmed")) is not None
     assert state("remind_unconfirmed") == "scheduled"
     assert PeriodicSet(settings).find("orders.jobs.count_unconfirmed") is not None
-    eventually(lambda: state("send_receipt") == "completed", "the django.tasks task ran")
+    wait_for(lambda: state("send_receipt") == "completed", 40, "the django.tasks task ran")
     assert djqueue.status(demo.jid("send_receipt"), settings).value == "ada@example.com"
     report = djqueue.status(demo.jid("sales_report"), settings)
     assert report.state == "completed"
     assert report.value["orders"] == 1 and report.value["total_cents"] == 4200
     assert "its result: " in demo.output
-    eventually(lambda: state("notify_warehouse") == "dead", "notify_warehouse dead")
+    wait_for(lambda: state("notify_warehouse") == "dead", 40, "notify_warehouse dead")
 
     members = session_members(demo.process.pid)
     assert len(members) >= 5, members  # the script, Redis, the worker, two servers

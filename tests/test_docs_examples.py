@@ -197,3 +197,18 @@ def test_getting_started_page_runs(
         problems = session.stop_workers()
     assert r.zcard("retry") == 0 and r.zcard("dead") == 0, session.logs()
     assert not problems, problems
+
+
+def test_the_request_context_example_runs_as_written() -> None:
+    """`djqueue.context`'s docstring shows how a job reads its request's context: the block
+    runs in a fresh interpreter, as a reader would paste it (no other import done first)."""
+    import djqueue.context
+
+    doc = djqueue.context.__doc__ or ""
+    block = doc.split("So inside a job::\n", 1)[1].split("\n\nand ", 1)[0]
+    example = "\n".join(line[4:] for line in block.splitlines())
+    assert "request_id()" in example
+    ran = subprocess.run(
+        [sys.executable, "-c", example], capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr

@@ -234,7 +234,7 @@ def test_perform_in_takes_seconds_or_timedelta(r, interval):
 
 
 def test_perform_at_takes_a_datetime_or_epoch(r):
-    aware = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
+    aware = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
     naive_local = dt.datetime.now() + dt.timedelta(hours=2)
     epoch = time.time() + 3 * 3600
     a = add.perform_at(aware, 1, 1)

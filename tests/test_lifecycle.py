@@ -13,6 +13,7 @@ import pytest
 import djqueue
 from djqueue import lifecycle
 from djqueue.api import DeadSet
+from djqueue.store import Keys
 
 from . import jobs_for_worker as jobs
 from .worker_support import wait_for
@@ -288,3 +289,21 @@ def test_djqueue_status_on_the_command_line(worker, redis_url):
     assert rows["finished"].endswith(" UTC")
     missing = cli("f" * 24)
     assert missing.returncode == 1 and "unknown" in missing.stdout
+
+
+def test_a_bad_status_key_is_named_by_status(r):
+    """A status key that is not a hash raises `BadKey` naming it; an ``attempts`` that is not
+    a number reads as 0 and is named among the status's problems."""
+    bad, odd = "a" * 24, "b" * 24
+    r.set(Keys().status(bad), "x")
+    with pytest.raises(djqueue.BadKey) as raised:
+        lifecycle.status(bad)
+    assert str(raised.value) == (
+        f"{Keys().status(bad)} holds a string, not a hash: delete or fix the key"
+    )
+    r.hset(Keys().status(odd), mapping={"state": "pending", "attempts": "many"})
+    found = lifecycle.status(odd)
+    assert (found.state, found.attempts) == ("pending", 0)
+    assert found.problems == (
+        f'{Keys().status(odd)} has attempts "many", not an integer: delete or fix the key',
+    )

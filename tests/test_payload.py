@@ -112,7 +112,7 @@ def test_past_or_zero_perform_in_goes_straight_to_the_queue(r, interval):
 
 
 def test_past_perform_at_goes_straight_to_the_queue(r):
-    send_mail.perform_at(dt.datetime(2001, 1, 1, tzinfo=dt.timezone.utc), 1, "old")
+    send_mail.perform_at(dt.datetime(2001, 1, 1, tzinfo=dt.UTC), 1, "old")
     assert only_job(r, "mailers")["args"] == [1, "old"]
     assert r.zcard("schedule") == 0
 

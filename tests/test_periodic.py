@@ -28,7 +28,7 @@ NEW_YORK = ZoneInfo("America/New_York")
 PARIS = ZoneInfo("Europe/Paris")
 
 
-def at(year, month, day, hour=0, minute=0, second=0, tz=dt.timezone.utc) -> float:
+def at(year, month, day, hour=0, minute=0, second=0, tz=dt.UTC) -> float:
     return dt.datetime(year, month, day, hour, minute, second, tzinfo=tz).timestamp()
 
 
@@ -553,7 +553,7 @@ def test_bad_entries_are_skipped_logged_once_by_name_and_the_healthy_one_fires(
 
 
 def test_bad_entries_are_shown_as_bad_by_the_listing_the_pages_and_the_command_line(redis_url, r):
-    from djqueue.api import report
+    from djqueue import report
     from djqueue.web.periodic import periodic_list, periodic_page
 
     sync([declare("* * * * *", name="good")], get_settings(), r)
@@ -625,7 +625,7 @@ def test_a_declared_entry_gone_bad_under_a_running_poller_is_repaired_at_its_nex
 
 
 def test_a_cron_jobs_key_of_the_wrong_type_is_reported_once_and_stops_nothing(redis_url, r, caplog):
-    from djqueue.api import report
+    from djqueue import report
     from djqueue.web.periodic import periodic_list
 
     r.set("cron_jobs", "oops")

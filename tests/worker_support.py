@@ -16,20 +16,35 @@ import redis
 
 from djqueue.worker.launcher import Launcher
 
+#: Seconds to wait for what a transactional-outbox relay does (its round comes after a poll).
+RELAY_WAIT = 40.0
+
 
 def wait_for(
-    predicate: Callable[[], Any], timeout: float = 20.0, what: str = "", log: Path | None = None
+    predicate: Callable[[], Any],
+    timeout: float = 20.0,
+    what: str = "",
+    log: Path | Callable[[], str] | None = None,
 ) -> Any:
-    """``predicate()``'s first true value; fails after ``timeout`` s, with ``log`` (a worker's
-    output file) in the message when given."""
+    """``predicate()``'s first true value; fails after ``timeout`` s, with ``log`` in the
+    message when given: a worker's output file, or a function returning what a process printed
+    so far. The one way the tests wait for a condition: a predicate that must stop the wait
+    early (a process that exited) raises, and that error is what the test shows."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(0.02)
-    output = log.read_text(errors="replace") if log and log.exists() else ""
-    raise AssertionError(f"{what or 'condition'} not met within {timeout} s\n{output}".rstrip())
+    raise AssertionError(
+        f"{what or 'condition'} not met within {timeout} s\n{_output(log)}".rstrip()
+    )
+
+
+def _output(log: Path | Callable[[], str] | None) -> str:
+    if callable(log):
+        return log()
+    return log.read_text(errors="replace") if log and log.exists() else ""
 
 
 class Running:

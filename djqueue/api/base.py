@@ -7,8 +7,7 @@ like a push does, so an admin page can show one clear error.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import redis
@@ -72,43 +71,6 @@ class ApiObject:
             self.settings, lambda: bad_keys.wrong_type(self.redis, self.key, self.key_type)
         )
 
-    def _read(self, pipe: Any, wanted: Sequence[tuple[str, str]]) -> tuple[list[Any], Problems]:
-        """Run ``pipe``, one command per (key, Redis type) of ``wanted``, in that order; a key of
-        the wrong type reads as None and is returned among the problems, (key, what is wrong),
-        so a page reading many keys shows the others. A counter (type ``"count"``: a string
-        holding an integer) that does not hold one is a problem too."""
-        replies = self._call(lambda: pipe.execute(raise_on_error=False))
-        problems: Problems = []
-        for i, ((key, kind), reply) in enumerate(zip(wanted, replies, strict=True)):
-            if isinstance(reply, redis.exceptions.ResponseError) and bad_keys.is_wrong_type(reply):
-                redis_type = "string" if kind == "count" else kind
-                problem = self._call(partial(bad_keys.wrong_type, self.redis, key, redis_type))
-                problems.append((key, problem or str(reply)))
-                replies[i] = None
-            elif isinstance(reply, Exception):
-                raise reply
-            elif kind == "count" and (problem := bad_keys.not_a_count(reply)):
-                problems.append((key, problem))
-                replies[i] = None
-        return replies, problems
-
     def _context(self) -> dict[str, Any]:
         """Keyword arguments that build a sibling object on the same settings and client."""
         return {"settings": self.settings, "redis_client": self.redis}
-
-
-def text(value: Any) -> str:
-    """A Redis reply as text; job JSON is UTF-8, anything else is shown with replacements."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return "" if value is None else str(value)
-
-
-def integer(value: Any, default: int = 0) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return default

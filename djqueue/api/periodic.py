@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..client import Client, Landing, announce
 from ..cron import CronSchedule, InvalidCron, enqueue_time, iso, parse, parse_enqueue_time
 from ..payload import Payload, encode, normalize
 from ..schedule import SOURCE
+from ..store import StatusStore
 from ..store.cron import FIRED, CronStore, StoredEntry
 from .base import ApiObject
 
@@ -146,6 +147,11 @@ class PeriodicJob(ApiObject):
     def history(self) -> list[dict[str, Any]]:
         """The last pushes, newest first: ``{"jid", "enqueued"}`` as sidekiq-cron keeps them."""
         return self._call(lambda: self.cron_store.history(self.name))
+
+    def states(self, jids: Sequence[str]) -> list[str]:
+        """The tracked state of each of these jobs (from `history`), one round trip for all;
+        ``""`` for one pushed without a retention or expired."""
+        return self._call(lambda: StatusStore(self.redis, self.keys).states(jids))
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -293,4 +299,4 @@ class PeriodicSet(ApiObject):
 
     @property
     def size(self) -> int:
-        return int(self._call(lambda: self.redis.scard(self.keys.cron_jobs)))
+        return self._call(CronStore(self.redis, self.keys).size)

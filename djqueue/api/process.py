@@ -18,7 +18,8 @@ import redis
 
 from ..config import Settings
 from ..payload import to_seconds
-from .base import ApiObject, Problems, integer, text
+from ..store.replies import integer, text
+from .base import ApiObject, Problems
 
 #: The fields of the process hash, besides ``info``, that a process listing shows.
 FIELDS = ("info", "busy", "beat", "quiet", "rss", "rtt_us", "concurrency")
@@ -136,7 +137,7 @@ class ProcessSet(ApiObject):
             self.cleanup(force=False)
 
     def _identities(self) -> list[str]:
-        return sorted(text(m) for m in self._call(lambda: self.redis.smembers(self.keys.processes)))
+        return self._call(self.process_store.identities)
 
     def cleanup(self, force: bool = True) -> int:
         """Remove members whose hash has no ``info`` (their heartbeat expired); returns how
@@ -152,12 +153,7 @@ class ProcessSet(ApiObject):
         if not identities:
             return []
 
-        pipe = self.redis.pipeline(transaction=False)
-        for identity in identities:
-            pipe.hmget(self.keys.process(identity), FIELDS)
-        replies, self.problems = self._read(
-            pipe, [(self.keys.process(identity), "hash") for identity in identities]
-        )
+        replies, self.problems = self._call(lambda: self.process_store.fields(identities, FIELDS))
         result = []
         for identity, values in zip(identities, replies, strict=False):
             fields = dict(zip(FIELDS, values or (None,) * len(FIELDS), strict=False))
@@ -179,7 +175,7 @@ class ProcessSet(ApiObject):
     @property
     def size(self) -> int:
         """Members of ``processes`` (not checked against heartbeats, like Sidekiq's)."""
-        return int(self._call(lambda: self.redis.scard(self.keys.processes)))
+        return self._call(self.process_store.count)
 
     def __len__(self) -> int:
         return self.size

@@ -14,8 +14,9 @@ import redis
 
 from ..config import Settings
 from ..errors import BadKey
+from ..store import listing
 from ..store.listing import Filter, next_matches, read_page, scan_page
-from .base import ApiObject, integer, text
+from .base import ApiObject
 from .listing import Listing
 from .record import JobRecord
 
@@ -49,8 +50,8 @@ class Queue(ApiObject):
     ) -> list[Queue]:
         """Every queue named in the ``queues`` set, sorted by name."""
         probe = ApiObject.of_key("queues", "set", settings, redis_client)
-        names = probe._call(lambda: probe.redis.smembers(probe.keys.queues))
-        return [cls(name, **probe._context()) for name in sorted(text(n) for n in names)]
+        names = probe._call(probe.store.queue_names)
+        return [cls(name, **probe._context()) for name in names]
 
     @classmethod
     def summary(
@@ -61,31 +62,24 @@ class Queue(ApiObject):
         queues. ``problem`` is empty, or says what is wrong with a queue whose key is not a
         list (`djqueue.errors.BadKey`'s message; the queue counts as empty)."""
         probe = ApiObject.of_key("queues", "set", settings, redis_client)
-        members = probe._call(lambda: probe.redis.smembers(probe.keys.queues))
-        names = sorted(text(n) for n in members)
+        names = probe._call(probe.store.queue_names)
         if not names:
             return []
-
-        pipe = probe.redis.pipeline(transaction=False)
-        wanted: list[tuple[str, str]] = []
-        for name in names:
-            pipe.llen(probe.keys.queue(name))
-            pipe.lindex(probe.keys.queue(name), -1)
-            wanted += [(probe.keys.queue(name), "list")] * 2
-        replies, problems = probe._read(pipe, wanted)
+        figures, problems = probe._call(
+            lambda: listing.queue_figures(probe.redis, probe.keys, names)
+        )
         bad = {key: str(BadKey(key, what)) for key, what in problems}
         now = time.time()
         found = []
-        for n, name in enumerate(names):
-            size, oldest = replies[2 * n], replies[2 * n + 1]
+        for name, (size, oldest) in zip(names, figures, strict=True):
             enqueued = JobRecord(oldest).enqueued_at if oldest is not None else None
             latency = max(0.0, now - enqueued) if enqueued else 0.0
-            found.append((name, integer(size), latency, bad.get(probe.keys.queue(name), "")))
+            found.append((name, size, latency, bad.get(probe.keys.queue(name), "")))
         return found
 
     @property
     def size(self) -> int:
-        return int(self._call(lambda: self.redis.llen(self.key)))
+        return self._call(lambda: listing.size(self.redis, self.key, "list"))
 
     def __len__(self) -> int:
         return self.size
@@ -93,7 +87,7 @@ class Queue(ApiObject):
     @property
     def latency(self) -> float:
         """Seconds the oldest job has been waiting; 0 for an empty queue."""
-        raw = self._call(lambda: self.redis.lindex(self.key, -1))
+        raw = self._call(lambda: listing.oldest(self.redis, self.key))
         if raw is None:
             return 0.0
         enqueued = JobRecord(raw, self).enqueued_at
@@ -104,12 +98,16 @@ class Queue(ApiObject):
         if offset < 0 or limit < 1:
             raise ValueError("offset must be >= 0 and limit >= 1")
         if newest_first:
-            raws = self._call(lambda: self.redis.lrange(self.key, offset, offset + limit - 1))
+            raws = self._call(
+                lambda: listing.list_slice(self.redis, self.key, offset, offset + limit - 1)
+            )
             records = [JobRecord(raw, self) for raw in raws]
             for n, record in enumerate(records):
                 record.index = offset + n
             return records
-        raws = self._call(lambda: self.redis.lrange(self.key, -(offset + limit), -(offset + 1)))
+        raws = self._call(
+            lambda: listing.list_slice(self.redis, self.key, -(offset + limit), -(offset + 1))
+        )
         raws.reverse()
         return [JobRecord(raw, self) for raw in raws]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import retry
 from ..payload import Payload, to_seconds
-from .base import text
+from ..store.replies import text
 
 if TYPE_CHECKING:
     from .queue import Queue

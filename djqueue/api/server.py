@@ -26,7 +26,7 @@ class RedisInfo(ApiObject):
 
     def info(self) -> dict[str, Any]:
         """The server's INFO (its default sections)."""
-        return dict(self._call(lambda: self.redis.info()))
+        return self._call(self.process_store.server_info)
 
     def fields(self) -> list[tuple[str, str]]:
         found = self.info()

@@ -20,6 +20,7 @@ import redis
 from ..client import Client, Landing
 from ..config import Settings
 from ..payload import Payload, dumps, now
+from ..store import listing
 from ..store.listing import Filter, next_matches, read_page, scan_page
 from .base import ApiObject
 from .listing import Listing
@@ -57,7 +58,7 @@ class SortedSet(ApiObject):
 
     @property
     def size(self) -> int:
-        return int(self._call(lambda: self.redis.zcard(self.key)))
+        return self._call(lambda: listing.size(self.redis, self.key, "zset"))
 
     def __len__(self) -> int:
         return self.size
@@ -76,11 +77,8 @@ class SortedSet(ApiObject):
         if offset < 0 or limit < 1:
             raise ValueError("offset must be >= 0 and limit >= 1")
         desc = self.newest_first if newest_first is None else newest_first
-        rows = self._call(
-            lambda: self.redis.zrange(
-                self.key, offset, offset + limit - 1, desc=desc, withscores=True
-            )
-        )
+        end = offset + limit - 1
+        rows = self._call(lambda: listing.set_slice(self.redis, self.key, offset, end, desc))
         return self._entries(rows)
 
     def page(
@@ -122,7 +120,7 @@ class SortedSet(ApiObject):
 
     def _slice(self, start: int, end: int) -> list[SortedEntry]:
         return self._entries(
-            self._call(lambda: self.redis.zrange(self.key, start, end, withscores=True))
+            self._call(lambda: listing.set_slice(self.redis, self.key, start, end))
         )
 
     def __iter__(self) -> Iterator[SortedEntry]:
@@ -143,8 +141,7 @@ class SortedSet(ApiObject):
     def scan(self, text: str, count: int = 100) -> Iterator[SortedEntry]:
         """Entries whose JSON contains ``text`` (a plain substring), without blocking Redis."""
         pattern = f"*{text.translate(_GLOB_SPECIAL)}*"
-        rows: Any = self.redis.zscan_iter(self.key, match=pattern, count=count)
-        for member, score in rows:
+        for member, score in listing.scan_set(self.redis, self.key, pattern, count):
             yield SortedEntry(member, score, self)
 
     def find_job(self, jid: str) -> SortedEntry | None:
@@ -161,10 +158,7 @@ class SortedSet(ApiObject):
 
     def fetch(self, score: float, jid: str | None = None) -> list[SortedEntry]:
         """The entries with exactly this score (and this jid, if given)."""
-        bound = repr(float(score))
-        rows = self._call(
-            lambda: self.redis.zrange(self.key, bound, bound, byscore=True, withscores=True)
-        )
+        rows = self._call(lambda: listing.at_score(self.redis, self.key, score))
         entries = self._entries(rows)
         return [e for e in entries if jid is None or e.jid == jid]
 

@@ -14,8 +14,8 @@ from typing import Any
 import redis
 
 from ..config import Settings
-from ..store import bad_keys
-from .base import ApiObject, Problems, integer, text
+from ..store.figures import daily_counts, read_figures
+from .base import ApiObject, Problems
 from .record import JobRecord
 
 
@@ -34,48 +34,23 @@ class Stats(ApiObject):
         return self._figures
 
     def _fetch(self) -> dict[str, Any]:
-        k = self.keys
-        wanted = [(k.processed, "count"), (k.failed, "count"), (k.schedule, "zset")]
-        wanted += [(k.retry, "zset"), (k.dead, "zset"), (k.processes, "set"), (k.queues, "set")]
-        wanted.append((k.queue(self.settings.default_queue), "list"))
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.get(k.processed)
-        pipe.get(k.failed)
-        pipe.zcard(k.schedule)
-        pipe.zcard(k.retry)
-        pipe.zcard(k.dead)
-        pipe.smembers(k.processes)
-        pipe.smembers(k.queues)
-        pipe.lindex(k.queue(self.settings.default_queue), -1)
-        replies, problems = self._read(pipe, wanted)
-        processed, failed, scheduled, retries, dead, procs, queues, oldest = replies
-        procs = sorted(text(p) for p in procs or ())
-        queues = sorted(text(q) for q in queues or ())
-        pipe = self.redis.pipeline(transaction=False)
-        wanted = [(k.process(identity), "hash") for identity in procs]
-        wanted += [(k.queue(name), "list") for name in queues]
-        for identity in procs:
-            pipe.hget(k.process(identity), "busy")
-        for name in queues:
-            pipe.llen(k.queue(name))
-        replies, more = self._read(pipe, wanted) if wanted else ([], [])
-        lengths = dict(zip(queues, (integer(n) for n in replies[len(procs) :]), strict=False))
+        found = read_figures(self.redis, self.keys, self.settings.default_queue)
         latency = 0.0
-        if oldest is not None:
-            enqueued = JobRecord(oldest).enqueued_at
+        if found.oldest is not None:
+            enqueued = JobRecord(found.oldest).enqueued_at
             latency = max(0.0, time.time() - enqueued) if enqueued else 0.0
         return {
-            "processed": integer(processed),
-            "failed": integer(failed),
-            "scheduled_size": integer(scheduled),
-            "retry_size": integer(retries),
-            "dead_size": integer(dead),
-            "processes_size": len(procs),
-            "busy": sum(integer(b) for b in replies[: len(procs)]),
-            "enqueued": sum(lengths.values()),
-            "queues": lengths,
+            "processed": found.processed,
+            "failed": found.failed,
+            "scheduled_size": found.scheduled_size,
+            "retry_size": found.retry_size,
+            "dead_size": found.dead_size,
+            "processes_size": len(found.processes),
+            "busy": found.busy,
+            "enqueued": sum(found.queues.values()),
+            "queues": found.queues,
             "default_queue_latency": latency,
-            "problems": problems + more,
+            "problems": found.problems,
         }
 
     @property
@@ -160,7 +135,7 @@ class History(ApiObject):
         super().__init__(settings, redis_client)
         if not 1 <= days <= 5 * 365:
             raise ValueError("days must be between 1 and 1825 (five years)")
-        first = start or dt.datetime.now(dt.timezone.utc).date()
+        first = start or dt.datetime.now(dt.UTC).date()
         self.dates = [(first - dt.timedelta(days=n)).isoformat() for n in range(days)]
         self._processed: dict[str, int] | None = None
         self._failed: dict[str, int] | None = None
@@ -168,12 +143,9 @@ class History(ApiObject):
         self.problems: Problems = []
 
     def _counts(self, stat: str) -> dict[str, int]:
-        keys = [self.keys.daily(stat, day) for day in self.dates]
-        values = self._call(lambda: self.redis.mget(keys))
-        for key, value in zip(keys, values, strict=True):
-            if problem := bad_keys.not_a_count(value):
-                self.problems.append((key, problem))
-        return {day: integer(value) for day, value in zip(self.dates, values, strict=False)}
+        counts, problems = self._call(lambda: daily_counts(self.redis, self.keys, stat, self.dates))
+        self.problems += problems
+        return counts
 
     @property
     def processed(self) -> dict[str, int]:

@@ -16,7 +16,7 @@ import redis
 
 from ..config import Settings
 from ..payload import to_seconds
-from .base import ApiObject, Problems, integer, text
+from .base import ApiObject, Problems
 from .record import JobRecord
 
 
@@ -58,50 +58,27 @@ class WorkSet(ApiObject):
         return iter(self.work())
 
     def work(self) -> list[Work]:
-        identities = sorted(
-            text(m) for m in self._call(lambda: self.redis.smembers(self.keys.processes))
-        )
+        identities = self._call(self.process_store.identities)
         if not identities:
             return []
-
-        pipe = self.redis.pipeline(transaction=False)
-        wanted: list[tuple[str, str]] = []
-        for identity in identities:
-            pipe.exists(self.keys.process(identity))
-            pipe.hgetall(self.keys.work(identity))
-            pipe.hgetall(self.keys.workers(identity))
-            wanted += ((self.keys.process(identity), ""), (self.keys.work(identity), "hash"))
-            wanted.append((self.keys.workers(identity), "hash"))
-        replies, self.problems = self._read(pipe, wanted)
+        hashes, self.problems = self._call(lambda: self.process_store.work(identities))
         found = []
-        for n, identity in enumerate(identities):
-            alive, work, workers = replies[3 * n : 3 * n + 3]
-            if not alive:
-                continue
-            for thread_id, raw in (work or workers or {}).items():
+        for identity, work in hashes:
+            for thread_id, raw in work.items():
                 try:
-                    data = json.loads(text(raw))
+                    data = json.loads(raw)
                 except ValueError:
                     continue
                 if isinstance(data, dict):
-                    found.append(Work(identity, text(thread_id), data))
+                    found.append(Work(identity, thread_id, data))
         found.sort(key=lambda w: w.run_at or 0.0)
         return found
 
     @property
     def size(self) -> int:
         """Busy threads as the processes last reported them (the sum of their ``busy``)."""
-        identities = self._call(lambda: self.redis.smembers(self.keys.processes))
-        if not identities:
-            return 0
-
-        def fetch() -> list[Any]:
-            pipe = self.redis.pipeline(transaction=False)
-            for identity in identities:
-                pipe.hget(self.keys.process(text(identity)), "busy")
-            return pipe.execute()
-
-        return sum(integer(b) for b in self._call(fetch))
+        identities = self._call(self.process_store.identities)
+        return self._call(lambda: self.process_store.busy(identities))
 
     def __len__(self) -> int:
         return self.size

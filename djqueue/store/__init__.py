@@ -1,7 +1,8 @@
 """The Redis layout: every key name, every Lua script, every atomic change of a job's state.
 
-Nothing outside this package spells a Redis key or holds a script. It has no threads, no
-policy and no framework: the client, the worker runtime and the inspection API decide *what*
+Nothing outside this package spells a Redis key or holds a script, and the inspection API,
+`djqueue.web` and the core read through its functions. It has no threads, no policy and no
+framework: the client, the worker runtime and the inspection API decide *what*
 should happen to a job (retry it, bury it, push it back) and call one of the transitions here
 to make it happen, the way a Dramatiq broker is the only code that knows its store.
 
@@ -12,7 +13,11 @@ to make it happen, the way a Dramatiq broker is the only code that knows its sto
 - `outbox`: the transactional outbox's figures, as the last relay saw them (`OutboxStore`).
 - `processes`: beat, clear, prune, remote signals, counters (`ProcessStore`).
 - `upgrade`: the worker-start step moving what an earlier layout wrote (`upgrade`).
-- `bad_keys`: keys of the wrong type met by the scripts, logged once by name.
+- `bad_keys`: keys of the wrong type met by the scripts, logged once by name; `checked`, the
+  pipeline read that names them.
+- `listing`, `figures`, `cron`: the reads of the inspection API and the pages (a queue's or a
+  set's size and slices, the figures `Stats` shows, periodic jobs); `replies`: the one decoder
+  of what Redis answers.
 """
 
 from __future__ import annotations

@@ -58,6 +58,28 @@ def tolerate(
     return default
 
 
+def checked(
+    redis_client: Any, pipe: Any, wanted: Sequence[tuple[str, str]]
+) -> tuple[list[Any], list[tuple[str, str]]]:
+    """Run ``pipe``, one command per (key, Redis type) of ``wanted``, in that order; a key of
+    the wrong type reads as None and is returned among the problems, (key, what is wrong),
+    so a page reading many keys shows the others. A counter (type ``"count"``: a string
+    holding an integer) that does not hold one is a problem too; type ``""`` checks nothing."""
+    replies = pipe.execute(raise_on_error=False) if wanted else []
+    problems: list[tuple[str, str]] = []
+    for i, ((key, kind), reply) in enumerate(zip(wanted, replies, strict=True)):
+        if isinstance(reply, redis.exceptions.ResponseError) and is_wrong_type(reply):
+            problem = wrong_type(redis_client, key, "string" if kind == "count" else kind)
+            problems.append((key, problem or str(reply)))
+            replies[i] = None
+        elif isinstance(reply, Exception):
+            raise reply
+        elif kind == "count" and (problem := not_a_count(reply)):
+            problems.append((key, problem))
+            replies[i] = None
+    return replies, problems
+
+
 def not_a_count(value: Any) -> str | None:
     """What is wrong with a counter's value (None: absent or an integer), in the words of
     ``key_is_count`` in ``lua/bad_keys.lua``."""

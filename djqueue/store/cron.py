@@ -76,6 +76,10 @@ class CronStore:
         members = (text(m) for m in found)
         return sorted(m[len("cron_job:") :] for m in members if m.startswith("cron_job:"))
 
+    def size(self) -> int:
+        """Members of ``cron_jobs``: the periodic jobs in Redis."""
+        return int(self.redis.scard(self.keys.cron_jobs))
+
     def read_all(self) -> dict[str, StoredEntry]:
         """name -> the entry, in two round trips; members without a hash are left out
         (sidekiq-cron's ``Job.all`` does the same). An entry whose keys hold the wrong type

@@ -21,6 +21,7 @@ import redis.exceptions
 
 from . import bad_keys
 from .keys import Keys
+from .replies import texts
 from .scripts import (
     BURY,
     DELETE_FROM_QUEUE,
@@ -226,6 +227,23 @@ class JobStore:
         return int(pipe.execute()[0])
 
     # -- finding -----------------------------------------------------------------------------
+
+    def queue_names(self) -> list[str]:
+        """Every queue named in ``queues``, sorted."""
+        return texts(self.redis.smembers(self.keys.queues))
+
+    def places(self, state: str, queue: str | None = None) -> list[tuple[str, str]]:
+        """Where a job in ``state`` (a tracked job's status; ``queue`` its queue) waits, as
+        (key, ``"list"`` or ``"zset"``): its one place when the status says, else the schedule,
+        the retry set and every queue (one more read, the ``queues`` set)."""
+        if state == "scheduled":
+            return [(self.keys.schedule, "zset")]
+        if state == "retry":
+            return [(self.keys.retry, "zset")]
+        if state == "pending" and queue:
+            return [(self.keys.queue(queue), "list")]
+        found = [(self.keys.schedule, "zset"), (self.keys.retry, "zset")]
+        return found + [(self.keys.queue(name), "list") for name in self.queue_names()]
 
     def candidates(self, key: str, jid: str, kind: str) -> Iterator[tuple[Any, Any]]:
         """``(member, position)`` pairs of a list (``kind="list"``) or sorted set

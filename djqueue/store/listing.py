@@ -10,12 +10,15 @@ set that holds still and close for one that moves while it is read.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
 
-from .replies import text
+from . import bad_keys
+from .keys import Keys
+from .replies import integer, text
 from .scripts import SCAN
 
 #: Entries one filtering call reads before handing back: a few milliseconds of Redis time.
@@ -73,12 +76,12 @@ def read_page(
     else:
         pipe.zcard(key)
         pipe.zrange(key, offset, last, desc=desc, withscores=True)
-    size, found = pipe.execute()
+    total, found = pipe.execute()
     if kind == "list":
         rows = [(member, offset + n) for n, member in enumerate(found)]
     else:
         rows = [(member, score) for member, score in found]
-    return Rows(int(size), rows)
+    return Rows(int(total), rows)
 
 
 def scan_page(
@@ -97,7 +100,7 @@ def scan_page(
     names: Counter[str] = Counter()
     queues: Counter[str] = Counter()
     matches = start = 0
-    size = int(client.llen(key) if kind == "list" else client.zcard(key))
+    total = size(client, key, kind)
     while start >= 0:
         reply = SCAN(
             client,
@@ -127,7 +130,7 @@ def scan_page(
         for counter, pairs in ((names, reply[3]), (queues, reply[4])):
             for n in range(0, len(pairs), 2):
                 counter[text(pairs[n])] += int(pairs[n + 1])
-    return Rows(size, rows[:limit], matches, names, queues)
+    return Rows(total, rows[:limit], matches, names, queues)
 
 
 def next_matches(
@@ -150,3 +153,61 @@ def next_matches(
             position = flat[n + 1]
             rows.append((flat[n], int(position) if kind == "list" else float(position)))
     return rows, start
+
+
+# -- plain reads of one queue or job set ------------------------------------------------------
+
+
+def size(client: redis.Redis, key: str, kind: str) -> int:
+    """Entries in a queue (``kind="list"``) or a job set (``"zset"``)."""
+    return int(client.llen(key) if kind == "list" else client.zcard(key))
+
+
+def oldest(client: redis.Redis, key: str) -> bytes | None:
+    """A queue's next job to run (its right end), as stored; None when it is empty."""
+    found: Any = client.lindex(key, -1)
+    return found
+
+
+def list_slice(client: redis.Redis, key: str, start: int, end: int) -> list[bytes]:
+    """A queue's entries from index ``start`` to ``end`` (inclusive; negative from the end)."""
+    found: Any = client.lrange(key, start, end)
+    return list(found)
+
+
+def set_slice(
+    client: redis.Redis, key: str, start: int, end: int, desc: bool = False
+) -> list[tuple[bytes, float]]:
+    """A job set's ``(member, score)`` pairs by rank, lowest score first unless ``desc``."""
+    found: Any = client.zrange(key, start, end, desc=desc, withscores=True)
+    return list(found)
+
+
+def at_score(client: redis.Redis, key: str, score: float) -> list[tuple[bytes, float]]:
+    """A job set's ``(member, score)`` pairs with exactly this score."""
+    bound = repr(float(score))
+    found: Any = client.zrange(key, bound, bound, byscore=True, withscores=True)
+    return list(found)
+
+
+def scan_set(client: redis.Redis, key: str, pattern: str, count: int) -> Iterator[Any]:
+    """A job set's ``(member, score)`` pairs whose member matches the glob ``pattern``, by
+    ZSCAN (``count`` a call), so Redis is never busy for long."""
+    found: Any = client.zscan_iter(key, match=pattern, count=count)
+    return iter(found)
+
+
+def queue_figures(
+    client: redis.Redis, keys: Keys, names: Sequence[str]
+) -> tuple[list[tuple[int, bytes | None]], list[tuple[str, str]]]:
+    """Each queue's (size, oldest job as stored), one round trip for all, and the queues
+    whose key is not a list as (key, problem) (`bad_keys.checked`; such a queue reads empty)."""
+    pipe = client.pipeline(transaction=False)
+    wanted: list[tuple[str, str]] = []
+    for name in names:
+        pipe.llen(keys.queue(name))
+        pipe.lindex(keys.queue(name), -1)
+        wanted += [(keys.queue(name), "list")] * 2
+    replies, problems = bad_keys.checked(client, pipe, wanted)
+    found = [(integer(replies[2 * n]), replies[2 * n + 1]) for n in range(len(names))]
+    return found, problems

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import redis
 
 from .keys import OUTBOX_TTL, Keys
+from .replies import text_hash
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,7 @@ class OutboxStore:
         raw = self.redis.hgetall(self.keys.outbox)
         if not raw:
             return None
-        values = {
-            (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-            for k, v in raw.items()
-        }
+        values = text_hash(raw)
         try:
             return OutboxFigures(
                 size=int(values.get("size", 0)),

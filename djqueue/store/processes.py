@@ -19,7 +19,7 @@ import redis.exceptions
 
 from . import bad_keys
 from .keys import DAILY_STATS_TTL, PROCESS_CLEANUP_TTL, PROCESS_TTL, SIGNAL_TTL, Keys
-from .replies import text
+from .replies import integer, text, text_hash, texts
 from .scripts import BEAT, LEAVE
 
 #: The signals a process obeys: quiet, stop, dump its threads' stacks.
@@ -93,6 +93,62 @@ class ProcessStore:
         """Redis's clock, epoch seconds: what ``beat.lua`` stamps the beats with."""
         seconds, micros = self.redis.time()
         return seconds + micros / 1_000_000
+
+    def server_info(self) -> dict[str, Any]:
+        """The server's INFO (its default sections)."""
+        return dict(self.redis.info())
+
+    # -- reads for the inspection API ---------------------------------------------------------
+
+    def identities(self) -> list[str]:
+        """Members of ``processes``, sorted (not checked against heartbeats, like Sidekiq's)."""
+        return texts(self.redis.smembers(self.keys.processes))
+
+    def count(self) -> int:
+        """Members of ``processes``."""
+        return int(self.redis.scard(self.keys.processes))
+
+    def fields(
+        self, identities: Sequence[str], names: Sequence[str]
+    ) -> tuple[list[list[Any] | None], list[tuple[str, str]]]:
+        """Each identity hash's ``names`` fields as stored (None for a hash that is not one),
+        one round trip, and the hashes of the wrong type as (key, problem)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for identity in identities:
+            pipe.hmget(self.keys.process(identity), list(names))
+        wanted = [(self.keys.process(identity), "hash") for identity in identities]
+        return bad_keys.checked(self.redis, pipe, wanted)
+
+    def work(
+        self, identities: Sequence[str]
+    ) -> tuple[list[tuple[str, dict[str, str]]], list[tuple[str, str]]]:
+        """(identity, thread id -> work JSON) of each live identity (its hash still there),
+        from ``IDENTITY:work`` or else Sidekiq 6.4's ``IDENTITY:workers``, one round trip, and
+        the work hashes of the wrong type as (key, problem)."""
+        pipe = self.redis.pipeline(transaction=False)
+        wanted: list[tuple[str, str]] = []
+        for identity in identities:
+            pipe.exists(self.keys.process(identity))
+            pipe.hgetall(self.keys.work(identity))
+            pipe.hgetall(self.keys.workers(identity))
+            wanted += ((self.keys.process(identity), ""), (self.keys.work(identity), "hash"))
+            wanted.append((self.keys.workers(identity), "hash"))
+        replies, problems = bad_keys.checked(self.redis, pipe, wanted)
+        found = []
+        for n, identity in enumerate(identities):
+            alive, work, workers = replies[3 * n : 3 * n + 3]
+            if alive:
+                found.append((identity, text_hash(work or workers)))
+        return found, problems
+
+    def busy(self, identities: Sequence[str]) -> int:
+        """Busy threads as these processes last reported them (the sum of their ``busy``)."""
+        if not identities:
+            return 0
+        pipe = self.redis.pipeline(transaction=False)
+        for identity in identities:
+            pipe.hget(self.keys.process(identity), "busy")
+        return sum(integer(b) for b in pipe.execute())
 
     def alive(self, identities: Sequence[str]) -> list[bool]:
         """Whether each identity's hash still holds ``info`` (it beat within the TTL)."""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis
+import redis.exceptions
 
 from . import bad_keys
 from .jobs import Member
@@ -52,6 +53,41 @@ class StatusStore:
         if old and (not new or (old.get("state") in ENDS and new.get("state") not in ENDS)):
             new, old = old, new
         return {**old, **new}
+
+    def checked(self, jid: str) -> tuple[dict[str, str] | None, list[tuple[str, str]]]:
+        """`read`, and what is wrong with the status key as (key, problem) pairs: the fields
+        are None when the key is not a hash; an ``attempts`` that is not a number is named
+        (the fields keep it: the job's next start repairs it)."""
+        key = self.keys.status(jid)
+        try:
+            fields = self.read(jid)
+        except redis.exceptions.ResponseError as exc:
+            if not bad_keys.is_wrong_type(exc):
+                raise
+            return None, [(key, bad_keys.wrong_type(self.redis, key, "hash") or str(exc))]
+        attempts = fields.get("attempts", "")
+        if bad_keys.not_a_count(fields.get("attempts")):
+            return fields, [(key, f"has attempts {bad_keys.quoted(attempts)}, not an integer")]
+        return fields, []
+
+    def states(self, jids: Sequence[str]) -> list[str]:
+        """Each job's tracked state (``""``: not tracked, expired, or a status key of the wrong
+        type, logged once by name), one round trip for all."""
+        if not jids:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        for jid in jids:
+            pipe.hget(self.keys.status(jid), "state")
+        found = []
+        for jid, reply in zip(jids, pipe.execute(raise_on_error=False), strict=True):
+            if isinstance(reply, Exception):
+                if not bad_keys.is_wrong_type(reply):
+                    raise reply
+                key = self.keys.status(jid)
+                bad_keys.report([bad_keys.met(self.redis, key, "hash", "its state not shown")])
+                reply = None
+            found.append(text(reply))
+        return found
 
     def wait(self, jid: str, timeout: float) -> bool:
         """Block in Redis until ``jid`` has finished or ``timeout`` seconds pass (0: forever);

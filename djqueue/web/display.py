@@ -33,7 +33,7 @@ def _moment(value: float | None) -> dt.datetime | None:
     if value is None or not math.isfinite(value):
         return None
     try:
-        return dt.datetime.fromtimestamp(value, dt.timezone.utc)
+        return dt.datetime.fromtimestamp(value, dt.UTC)
     except (OverflowError, OSError, ValueError):
         return None
 

@@ -19,11 +19,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .. import connection
 from ..api import PeriodicJob, PeriodicSet
 from ..config import Settings, get_settings
 from ..cron import parse_enqueue_time
-from ..store import Keys
 from ..store.cron import BadSchedule
 from . import display
 from .actions import Action
@@ -230,25 +228,16 @@ def _no_next(row: PeriodicRow) -> str:
 def _history(entry: PeriodicJob, now: float) -> list[Push]:
     """The jid history, with each job's tracked state read in one pipeline."""
     pushes = [(str(h.get("jid") or ""), h.get("enqueued")) for h in entry.history()]
-    keys = Keys(entry.settings.namespace)
-
-    def states() -> list[object]:
-        pipe = entry.redis.pipeline(transaction=False)
-        for jid, _ in pushes:
-            pipe.hget(keys.status(jid), "state")
-        return pipe.execute() if pushes else []
-
-    found = connection.call(entry.settings, states)
+    found = entry.states([jid for jid, _ in pushes])
     history = []
     for (jid, enqueued), state in zip(pushes, found, strict=True):
         at = parse_enqueue_time(enqueued) if isinstance(enqueued, str) else None
-        text = state.decode() if isinstance(state, bytes) else str(state or "")
         history.append(
             Push(
                 jid=jid,
                 enqueued=display.relative(at, now),
                 enqueued_exact=display.timestamp(at) or str(enqueued or ""),
-                state=text if jid else "",
+                state=state if jid else "",
             )
         )
     return history

@@ -402,7 +402,7 @@ def periodic_command(
 ) -> tuple[int, str]:
     """``djqueue periodic [ACTION NAME]``: (exit code, what to print). ``prog``: the command
     as the user typed it (``flask djqueue periodic``), which the messages name."""
-    from ..api import report as reports
+    from .. import report as reports
     from ..api.periodic import PeriodicSet
 
     if action == "list":
@@ -475,7 +475,7 @@ def run_report(
     periodic). ``outbox``: the outbox's figures, when a framework command could read its
     database. ``prog``: the command as the user types it (``flask djqueue``), which messages
     name."""
-    from ..api import report as reports
+    from .. import report as reports
 
     effective = effective_settings(options, settings)
     namespace = f" (namespace {effective.namespace})" if effective.namespace else ""

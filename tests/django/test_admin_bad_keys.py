@@ -1,6 +1,6 @@
 """The admin meeting keys of the wrong type: every page answers, and the page that reads the
 bad key names it and its type, instead of a 500 (the same pages as the Flask dashboard's,
-`tests/test_flask_dashboard_bad_keys.py`)."""
+`tests/flask/test_dashboard_bad_keys.py`)."""
 
 from __future__ import annotations
 

@@ -200,7 +200,7 @@ def chart_titles(page: Page) -> list[str]:
 def test_log_in_and_every_page_shows_its_jobs(
     page: Page, problems: Problems, worker: Callable[..., Running], r: redis.Redis
 ) -> None:
-    today = dt.datetime.now(dt.timezone.utc).date()
+    today = dt.datetime.now(dt.UTC).date()
     history = seed_history(r, today)
     running = worker()
     for n in range(12):
@@ -488,7 +488,7 @@ def test_dashboard_figures_follow_a_running_worker_without_a_reload(
     expect(figure(page, "retries")).to_have_text("2")
     expect(figure(page, "processes")).to_have_text("1")
     expect(page.locator('[data-live="updated"]')).to_contain_text("updated ")
-    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    today = dt.datetime.now(dt.UTC).date().isoformat()
     page.wait_for_function(
         """title => Array.from(document.querySelectorAll('[data-live="chart"] svg title'))
             .some(t => t.textContent === title)""",

@@ -26,12 +26,12 @@ from djqueue.errors import RedisUnavailable
 from djqueue.outbox import DUTY
 from djqueue.payload import normalize
 from djqueue.worker import duties
-from tests import worker_support
 from tests.django.conftest import queued, seen
 from tests.django.test_runworker import ROOT
 from tests.django.testapp.jobs import mark_order_in, note
 from tests.django.testapp.models import Order
 from tests.redis_server import RedisServer
+from tests.worker_support import RELAY_WAIT, wait_for
 
 DATABASES = ["default", "other"]
 pytestmark = pytest.mark.django_db(transaction=True, databases=DATABASES)
@@ -90,11 +90,6 @@ def workers(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
         process.send_signal(signal.SIGTERM)
     for process in started:
         assert process.wait(30) == 0
-
-
-def wait_for(predicate, timeout: float = 40, what: str = "", log: Path | None = None):
-    """`tests.worker_support.wait_for`, with the longer wait a relay round may need."""
-    return worker_support.wait_for(predicate, timeout, what, log)
 
 
 # -- in one process ---------------------------------------------------------------------------
@@ -195,10 +190,12 @@ def test_redis_stopped_before_the_commit_the_job_runs_once_redis_is_back(
     log = tmp_path / "worker.log"
     workers.append(start_worker(own.url, log))
     r = own.client(decode_responses=True)
-    (report,) = wait_for(lambda: seen(r, "order"), what="the relayed job", log=log)
+    (report,) = wait_for(
+        lambda: seen(r, "order"), what="the relayed job", log=log, timeout=RELAY_WAIT
+    )
     assert report == {"kind": "order", "order_id": order_id, "name": "late", "database": db}
     assert Order.objects.using(db).get(pk=order_id).seen_by_job is True
-    wait_for(lambda: not rows(db), what="the row deleted", log=log)
+    wait_for(lambda: not rows(db), what="the row deleted", log=log, timeout=RELAY_WAIT)
     r.close()
     own.close()
 
@@ -228,9 +225,11 @@ def test_kill_9_between_commit_and_push_the_job_still_runs(r, redis_url, db, wor
     assert len(rows(db)) == 1 and queued(r) == []  # committed, never pushed
     log = tmp_path / "worker.log"
     workers.append(start_worker(redis_url, log))
-    (report,) = wait_for(lambda: seen(r, "order"), what="the relayed job", log=log)
+    (report,) = wait_for(
+        lambda: seen(r, "order"), what="the relayed job", log=log, timeout=RELAY_WAIT
+    )
     assert report["order_id"] == order.pk
-    wait_for(lambda: not rows(db), what="the row deleted", log=log)
+    wait_for(lambda: not rows(db), what="the row deleted", log=log, timeout=RELAY_WAIT)
 
 
 @pytest.mark.slow
@@ -357,7 +356,7 @@ def test_admin_dashboard_and_djqueue_stats_show_the_outbox(admin_client, r, redi
     assert "Outbox" in page and "Oldest outbox row (s)" in page
     live = admin_client.get("/admin/djqueue/dashboard/live/").json()
     assert live["figures"]["outbox"] == "1" and 41 <= int(live["figures"]["outbox_age"]) <= 60
-    from djqueue.api import report
+    from djqueue import report
     from djqueue.contrib.django.outbox import relay_duty
 
     assert "outbox" not in report.stats()  # no relay has published anything yet

@@ -18,6 +18,7 @@ import djqueue
 from tests.django.conftest import seen
 from tests.django.testapp.models import Order
 from tests.django.testapp.tasks import add_order, shout
+from tests.worker_support import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -72,20 +73,20 @@ def runworker(redis_url: str, log: Path, *args: str, **extra_env: str) -> Iterat
     assert code == 0, log.read_text()
 
 
-def wait_for(r, kind: str, count: int = 1, log: Path | None = None) -> list[dict]:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = seen(r, kind)
-        if len(found) >= count:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"no {kind!r} report from the worker; log:\n{log and log.read_text()}")
+def reports_of(r, kind: str, count: int = 1, log: Path | None = None) -> list[dict]:
+    """The worker's first ``count`` reports of ``kind`` (`tests.worker_support.wait_for`)."""
+
+    def found() -> list[dict]:
+        got = seen(r, kind)
+        return got if len(got) >= count else []
+
+    return wait_for(found, 30, f"{count} {kind!r} report(s) from the worker", log)
 
 
 def test_the_job_sees_the_row_its_view_created(client, r, worker):
     response = client.post("/orders/", {"name": "first"})
     order_id = response.json()["id"]
-    (report,) = wait_for(r, "order", log=worker)
+    (report,) = reports_of(r, "order", log=worker)
     assert report == {"kind": "order", "order_id": order_id, "name": "first"}
     assert Order.objects.get(pk=order_id).seen_by_job is True
     assert r.zcard("retry") == 0  # it found the row on its first try
@@ -96,7 +97,7 @@ def test_two_worker_processes_each_with_its_own_database_connection(client, r, r
     running = runworker(redis_url, log, "--processes", "2")
     next(running)
     ids = [client.post("/orders/", {"name": f"o{n}"}).json()["id"] for n in range(20)]
-    reports = wait_for(r, "order", count=20, log=log)
+    reports = reports_of(r, "order", count=20, log=log)
     assert sorted(report["order_id"] for report in reports) == sorted(ids)
     assert Order.objects.filter(seen_by_job=True).count() == 20
     assert log.read_text().count("djqueue 0.1.0 starting") == 2
@@ -110,7 +111,7 @@ def test_an_async_job_uses_the_async_orm_on_the_event_loop(r, worker):
     orders = [Order.objects.create(name=f"async{n}") for n in range(20)]
     for order in orders:
         mark_order_async.perform_later(order.id)
-    reports = wait_for(r, "async-order", count=20, log=worker)
+    reports = reports_of(r, "async-order", count=20, log=worker)
     assert sorted(report["order_id"] for report in reports) == sorted(o.id for o in orders)
     assert Order.objects.filter(seen_by_job=True).count() == 20
     assert "fail:" not in worker.read_text()
@@ -120,7 +121,7 @@ def test_request_context_and_log_lines_in_the_worker(client, r, worker):
     user = User.objects.create_user("grace")
     client.force_login(user)
     client.get("/context/?label=w", headers={"x-request-id": "req-77", "accept-language": "de"})
-    (report,) = wait_for(r, "context", log=worker)
+    (report,) = reports_of(r, "context", log=worker)
     assert report == {
         "kind": "context",
         "label": "w",
@@ -130,10 +131,8 @@ def test_request_context_and_log_lines_in_the_worker(client, r, worker):
     }
     # One handler, one format for every line of the worker, the app's own included: the
     # line names the job and the request behind it.
-    deadline = time.monotonic() + 10
-    while "request_id=req-77 INFO: reporting w" not in worker.read_text():
-        assert time.monotonic() < deadline, worker.read_text()
-        time.sleep(0.05)
+    line = "request_id=req-77 INFO: reporting w"
+    wait_for(lambda: line in worker.read_text(), 10, "the job's log line", worker)
     (line,) = [x for x in worker.read_text().splitlines() if "reporting w" in x]
     assert "class=tests.django.testapp.jobs.report_context" in line
 
@@ -141,10 +140,10 @@ def test_request_context_and_log_lines_in_the_worker(client, r, worker):
 def test_django_tasks_run_in_runworker(r, worker):
     result = add_order.enqueue("from a task", mark=True)
     shout.enqueue("quiet")
-    (report,) = wait_for(r, "task", log=worker)
+    (report,) = reports_of(r, "task", log=worker)
     assert report["name"] == "from a task"
     assert Order.objects.get(pk=report["order_id"]).seen_by_job is True
-    assert wait_for(r, "async-task", log=worker) == [{"kind": "async-task", "text": "QUIET"}]
+    assert reports_of(r, "async-task", log=worker) == [{"kind": "async-task", "text": "QUIET"}]
     assert len(result.id) == 24
     # The log names the task, not the wrapper job that runs it.
     assert f"class=tests.django.testapp.tasks.add_order jid={result.id} INFO: start" in (
@@ -168,11 +167,13 @@ def test_with_debug_on_each_line_is_written_once_in_one_format(r, redis_url, tmp
     next(process)
     try:
         result = add_order.enqueue("debug on")
-        wait_for(r, "task", log=log)
-        deadline = time.monotonic() + 10
-        while f"id={result.id}" not in log.read_text() or "SUCCESSFUL" not in log.read_text():
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
+        reports_of(r, "task", log=log)
+        wait_for(
+            lambda: f"id={result.id}" in log.read_text() and "SUCCESSFUL" in log.read_text(),
+            10,
+            "the task's SUCCESSFUL line",
+            log,
+        )
     finally:
         next(process, None)
     lines = [x for x in log.read_text().splitlines() if f"Task id={result.id}" in x]
@@ -191,28 +192,23 @@ def test_runworker_reload_restarts_the_worker_when_a_job_module_changes(r, redis
     running = runworker(redis_url, log, "-r", str(module), "--reload")
     next(running)
     djqueue.Client().push({"class": "t.version", "args": []})
-    deadline = time.monotonic() + 30
-    while r.lrange("versions", 0, -1) != ["one"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert r.lrange("versions", 0, -1) == ["one"], log.read_text()
+    wait_for(lambda: r.lrange("versions", 0, -1) == ["one"], 30, "version one ran", log)
     time.sleep(1.1)  # a new modification time the reloader can tell apart
     module.write_text(source.format(v="two"))
-    while "bye" not in log.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)  # the old worker leaves as on TERM
-    while r.scard("processes") != 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: "bye" in log.read_text(), 30, "the old worker leaving as on TERM", log)
+    wait_for(lambda: r.scard("processes") == 1, 30, "one worker process", log)
     djqueue.Client().push({"class": "t.version", "args": []})
-    while r.llen("versions") < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: r.llen("versions") >= 2, 30, "version two ran", log)
     assert r.lrange("versions", 0, -1) == ["one", "two"], log.read_text()
     assert "changed, reloading" in log.read_text()
     with pytest.raises(StopIteration):
         next(running)  # TERM to the reloader, which ends its worker process
-    for identity in r.smembers("processes"):
-        pid = int(identity.split(":")[1])
-        while time.monotonic() < deadline + 30 and os.path.exists(f"/proc/{pid}"):
-            time.sleep(0.05)
-        assert not os.path.exists(f"/proc/{pid}"), "the worker outlived its reloader"
+    pids = [int(identity.split(":")[1]) for identity in r.smembers("processes")]
+    wait_for(
+        lambda: not any(os.path.exists(f"/proc/{pid}") for pid in pids),
+        60,
+        "the worker gone with its reloader",
+    )
 
 
 def test_runworker_reload_survives_a_syntax_error_in_a_jobs_module(r, redis_url, tmp_path):
@@ -236,9 +232,7 @@ def test_runworker_reload_survives_a_syntax_error_in_a_jobs_module(r, redis_url,
         PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}",
     )
     next(running)
-    deadline = time.monotonic() + 30
-    while "SyntaxError" not in log.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: "SyntaxError" in log.read_text(), 30, "the SyntaxError reported", log)
     assert "djqueue: a jobs module failed to import" in log.read_text(), log.read_text()
     assert "reload_app/jobs.py" in log.read_text()
     time.sleep(1.1)  # a new modification time the reloader can tell apart
@@ -247,9 +241,7 @@ def test_runworker_reload_survives_a_syntax_error_in_a_jobs_module(r, redis_url,
         "@djqueue.job(name='t.fixed')\ndef fixed(n):\n    r().rpush('fixed', n)\n"
     )
     djqueue.Client().push({"class": "t.fixed", "args": [7]})
-    while r.lrange("fixed", 0, -1) != ["7"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert r.lrange("fixed", 0, -1) == ["7"], log.read_text()
+    wait_for(lambda: r.lrange("fixed", 0, -1) == ["7"], 30, "the fixed job ran", log)
     with pytest.raises(StopIteration):
         next(running)  # TERM to the reloader; it exits 0
 
@@ -277,7 +269,7 @@ def test_runworker_burst_runs_the_queued_jobs_then_exits_0(r, redis_url, tmp_pat
     )
     assert done.returncode == 0, done.stderr
     assert "burst: the queues are empty" in done.stderr
-    assert wait_for(r, "task")  # the django.tasks task ran
+    assert reports_of(r, "task")  # the django.tasks task ran
     assert Order.objects.filter(name="burst").exists()
     order.refresh_from_db()
     assert order.seen_by_job

@@ -25,8 +25,8 @@ from djqueue.client import Client
 from djqueue.errors import RedisUnavailable
 from djqueue.payload import normalize
 from flask_djqueue.outbox import EngineSource, outbox_metadata, outbox_table
-from tests import worker_support
 from tests.redis_server import RedisServer
+from tests.worker_support import RELAY_WAIT, wait_for
 
 from .conftest import queued
 from .shop import Order, confirm_order, create_app, db
@@ -111,9 +111,11 @@ def workers() -> Iterator[list[subprocess.Popen[bytes]]]:
         assert process.wait(30) == 0
 
 
-def wait_for(predicate: Any, timeout: float = 40, what: str = "", log: Path | None = None) -> Any:
-    """`tests.worker_support.wait_for`, with the longer wait a relay round may need."""
-    return worker_support.wait_for(predicate, timeout, what, log)
+def relayed(app: flask.Flask, order_id: int, log: Path) -> None:
+    """Wait for a worker's relay to push the order's job, the job to confirm it, and the
+    relay to delete its row."""
+    wait_for(lambda: status(app, order_id) == "confirmed", RELAY_WAIT, "the relayed job", log)
+    wait_for(lambda: not rows(app), RELAY_WAIT, "the row deleted", log)
 
 
 def status(app: flask.Flask, order_id: int) -> str | None:
@@ -205,8 +207,7 @@ def test_redis_stopped_before_the_commit_the_job_runs_once_redis_is_back(
     own.start()
     log = tmp_path / "worker.log"
     workers.append(worker(app, own.url, database, log))
-    wait_for(lambda: status(app, order_id) == "confirmed", what="the relayed job", log=log)
-    wait_for(lambda: not rows(app), what="the row deleted", log=log)
+    relayed(app, order_id, log)
     with app.app_context():
         db.engine.dispose()
     own.close()
@@ -248,8 +249,7 @@ def test_kill_9_between_commit_and_push_the_job_still_runs(
     assert len(rows(app)) == 1 and queued(r) == []
     log = tmp_path / "worker.log"
     workers.append(worker(app, redis_url, database, log))
-    wait_for(lambda: status(app, order_id) == "confirmed", what="the relayed job", log=log)
-    wait_for(lambda: not rows(app), what="the row deleted", log=log)
+    relayed(app, order_id, log)
 
 
 @pytest.mark.long

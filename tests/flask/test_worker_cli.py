@@ -57,10 +57,7 @@ class Command:
 
     def wait_for(self, predicate: Any, what: str) -> Any:
         """`wait_for`, with this command's output in the failure."""
-        try:
-            return wait_for(predicate, what=what)
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}; the command's output:\n{self.output()}") from None
+        return wait_for(predicate, what=what, log=self.log)
 
     def stop(self) -> None:
         try:

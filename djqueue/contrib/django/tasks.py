@@ -225,7 +225,7 @@ def _when(value: Any) -> dt.datetime | None:
     seconds = to_seconds(value)
     if seconds is None:
         return None
-    return dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
 
 
 #: The most attempts a TaskResult reports (``retry_count`` comes from Redis: a hostile or

@@ -5,6 +5,8 @@ pages, `tests/django/test_admin_bad_keys.py`)."""
 from __future__ import annotations
 
 import html
+import json
+import logging
 import time
 from typing import Any
 
@@ -12,10 +14,14 @@ import pytest
 import redis
 
 import djqueue
-from tests import test_flask_dashboard_lifecycle
+from djqueue.cron import iso, parse
+from djqueue.schedule import build
+from djqueue.store import Keys
+from djqueue.store.cron import CronStore
+from tests.flask import test_dashboard_lifecycle
 
 #: The dashboard open to everyone, as the lifecycle tests mount it.
-client = test_flask_dashboard_lifecycle.client
+client = test_dashboard_lifecycle.client
 
 
 @djqueue.job(name="flask_bad.ok")
@@ -88,3 +94,24 @@ def test_find_a_job_whose_status_is_bad(client: Any, r: redis.Redis) -> None:
     found = page(client, "/jobs/job", jid="b" * 24)
     assert "pending" in found
     assert f'djqueue:status:{"b" * 24} has attempts "many", not an integer' in found
+
+
+def test_a_periodic_job_whose_pushed_job_has_a_bad_status(
+    client: Any, r: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An entry's page reads the state of each job its history names: one status key of the
+    wrong type shows no state, is logged once by name, and the rest of the page still shows."""
+    keys = Keys()
+    entry = build(name="p.bad_status", cron="*/5 * * * *", job="flask_bad.ok", args=[1])
+    tick = parse(entry.cron).previous(time.time())
+    CronStore(r, keys).save(entry.name, entry.fields(), (tick, iso(tick)))
+    good, bad = "c" * 24, "d" * 24
+    for jid in (good, bad):
+        r.lpush(keys.cron_history(entry.name), json.dumps({"jid": jid, "enqueued": iso(tick)}))
+    r.hset(keys.status(good), mapping={"state": "completed"})
+    r.set(keys.status(bad), "x")
+    with caplog.at_level(logging.ERROR, logger="djqueue.store"):
+        found = page(client, "/jobs/periodic/p.bad_status")
+    assert f'<tr data-jid="{good}">' in found and f'<tr data-jid="{bad}">' in found
+    assert "completed" in found
+    assert f"bad key {keys.status(bad)}: it holds a string, not a hash" in caplog.text

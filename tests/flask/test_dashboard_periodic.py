@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import flask
@@ -21,35 +20,11 @@ from djqueue.store import Keys
 from djqueue.store.cron import CronStore
 from flask_djqueue import DjQueue
 from flask_djqueue.dashboard import dashboard_blueprint
+from tests.flask import test_dashboard
 
-
-class Access:
-    """What the test's auth callback allows."""
-
-    def __init__(self) -> None:
-        self.permissions = {"view", "change", "delete"}
-
-    def __call__(self, permission: str) -> bool:
-        return permission in self.permissions
-
-
-@pytest.fixture
-def access() -> Access:
-    return Access()
-
-
-@pytest.fixture
-def app(redis_url: str, access: Access) -> Iterator[flask.Flask]:
-    app = flask.Flask("periodic_test")
-    app.config.update(SECRET_KEY="test", DJQUEUE_REDIS_URL=redis_url)
-    DjQueue(app)
-    app.register_blueprint(dashboard_blueprint(auth=access), url_prefix="/jobs")
-    yield app
-
-
-@pytest.fixture
-def client(app: flask.Flask) -> Any:
-    return app.test_client()
+#: The dashboard with the test's auth callback, as the dashboard's own tests mount it.
+Access = test_dashboard.Access
+access, app, client = test_dashboard.access, test_dashboard.app, test_dashboard.client
 
 
 @pytest.fixture

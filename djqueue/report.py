@@ -1,4 +1,5 @@
-"""Plain-text reports of what the inspection API sees, for the command line.
+"""Plain-text reports of what the inspection API sees, for the command line (not part of the
+API: the text of the CLI, kept beside it in the core so every front end prints the same).
 
 ``djqueue stats`` and ``djqueue queues`` print these; the framework commands (Django's, Flask's)
 print the same text, so a figure reads alike wherever it is asked for.
@@ -8,11 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ..config import Settings
-from ..lifecycle import JobStatus, status
-from ..outbox import OutboxStats, published
-from .queue import Queue
-from .stats import Stats
+from .api import Queue, Stats
+from .config import Settings
+from .lifecycle import JobStatus, status
+from .outbox import OutboxStats, published
 
 
 def stats(settings: Settings | None = None, outbox: OutboxStats | None = None) -> str:
@@ -58,8 +58,8 @@ def queues(settings: Settings | None = None) -> str:
 def periodic(settings: Settings | None = None, now: float | None = None) -> str:
     """``djqueue periodic``: every periodic job with its state, schedule, last and next run;
     then, for each bad entry (never fired by djqueue), what is wrong with it."""
-    from ..store.cron import BadSchedule
-    from .periodic import PeriodicSet
+    from .api import PeriodicSet
+    from .store.cron import BadSchedule
 
     try:
         entries = PeriodicSet(settings=settings).all()
@@ -95,7 +95,7 @@ def periodic(settings: Settings | None = None, now: float | None = None) -> str:
 def _when(seconds: float | None, *, seconds_only: bool = False) -> str:
     if seconds is None:
         return ""
-    moment = dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc)
+    moment = dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
     if seconds_only:
         return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
