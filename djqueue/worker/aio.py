@@ -7,8 +7,8 @@ network need a few threads, not a thousand. Everything else is shared with the t
 processors: the batched fetch and acknowledgements (a finished async job is acknowledged with
 the next call any processor makes, or by the loop itself within `ACK_DELAY`, at once when it
 is idle), the retry step, the log lines, the signals, the busy table, job tracking and crash
-recovery, each as the ``acall`` coroutine of the same step; server middleware wraps the job
-through its ``acall`` (`djqueue.middleware.Chain.ainvoke`).
+recovery, each the very step thread-run jobs go through (`djqueue.pipeline`); server
+middleware wraps the job the same way (`djqueue.executor.run_async`).
 
 When ``async_concurrency`` jobs are running, the processor holding the next one waits for a
 slot: the backpressure that keeps a process from fetching more than it can run.
@@ -23,11 +23,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from .. import executor
+from .. import executor, pipeline
+from . import job_logger
 from .backoff import REDIS_ERRORS
 from .fetch import Unit
 from .log import logger
@@ -41,39 +42,16 @@ SPARE_THREADS = 8
 #: async jobs still run (their ends share the round trip); none once the loop is idle.
 ACK_DELAY = 0.05
 
-AsyncHandler = Callable[[Unit, dict[str, Any]], Awaitable[Any]]
-AsyncStep = Callable[[Unit, dict[str, Any], AsyncHandler], Awaitable[Any]]
-
-
-async def _run_job(unit: Unit, payload: dict[str, Any]) -> Any:
-    return await executor.arun(payload, unit.queue)
-
-
-def acompose(steps: Sequence[AsyncStep], final: AsyncHandler = _run_job) -> AsyncHandler:
-    """`djqueue.worker.processor.compose` for coroutines: ``steps[0]`` outermost."""
-    handler = final
-    for step in reversed(steps):
-
-        async def bound(
-            unit: Unit, payload: dict[str, Any], step: AsyncStep = step, inner: Any = handler
-        ) -> Any:
-            return await step(unit, payload, inner)
-
-        handler = bound
-    return handler
-
 
 class AsyncRunner:
     """The loop of one process and the async jobs on it. The loop's thread starts with the
     first async job, so a process with none pays nothing."""
 
-    def __init__(
-        self, manager: Manager, limit: int, handler: AsyncHandler, recovered: AsyncHandler
-    ) -> None:
+    def __init__(self, manager: Manager, limit: int, steps: Sequence[Any]) -> None:
         self.manager = manager
         self.limit = limit
-        self.handler = handler
-        self.recovered_handler = recovered
+        #: The runtime's steps, the same objects thread-run jobs go through.
+        self.steps = steps
         self.slots = threading.BoundedSemaphore(limit)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
@@ -94,9 +72,8 @@ class AsyncRunner:
             if self.manager.quieting.is_set():
                 return False
         loop = self._loop()
-        handler = self.recovered_handler if unit.recovered else self.handler
         with self._lock:
-            future = asyncio.run_coroutine_threadsafe(self._run(unit, payload, handler), loop)
+            future = asyncio.run_coroutine_threadsafe(self._run(unit, payload), loop)
             self.running[id(unit)] = (unit, future)
         return True
 
@@ -104,25 +81,35 @@ class AsyncRunner:
         with self._lock:
             if self.loop is None:
                 self.loop = asyncio.new_event_loop()
-                # The loop's threads for blocking calls: a middleware without ``acall`` holds
-                # one per running job (`Chain.ainvoke`), and the loop still needs some for
-                # name lookups and ``run_in_executor``: never fewer than the jobs, plus spares.
+                # The loop's threads for blocking calls: a ``call_next`` middleware without
+                # ``acall`` holds one per running job (`djqueue.pipeline.Wrapper`), and the
+                # loop still needs some for name lookups and ``run_in_executor``: never fewer
+                # than the jobs, plus spares.
                 self.loop.set_default_executor(
                     ThreadPoolExecutor(self.limit + SPARE_THREADS, "djqueue-asyncio-sync")
                 )
                 self.thread = threading.Thread(
-                    target=self.loop.run_forever, name="djqueue-asyncio", daemon=True
+                    target=self._serve, args=(self.loop,), name="djqueue-asyncio", daemon=True
                 )
                 self.thread.start()
             return self.loop
 
+    @staticmethod
+    def _serve(loop: asyncio.AbstractEventLoop) -> None:
+        job_logger.no_template()
+        loop.run_forever()
+
     # -- on the loop -------------------------------------------------------------------------------
 
-    async def _run(self, unit: Unit, payload: dict[str, Any], handler: AsyncHandler) -> None:
+    async def _run(self, unit: Unit, payload: dict[str, Any]) -> None:
         started = time.monotonic()
         cancelled = False
+
+        async def job() -> None:
+            unit.result = await executor.run_async(payload, unit.queue)
+
         try:
-            await handler(unit, payload)
+            await pipeline.run_async(self.steps, (unit, payload), job)
         except asyncio.CancelledError as exc:
             if self.cancelling:
                 cancelled = True  # shutdown: never acknowledged, it goes back to its queue

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from .. import registry, retry, signals
@@ -31,7 +31,7 @@ T = TypeVar("T")
 
 
 class JobRetry:
-    """Processor step: ``step(unit, payload, inner)``; swallows the job's error once recorded."""
+    """Runtime step (`djqueue.pipeline`): swallows the job's error once recorded."""
 
     def __init__(
         self, jobs: JobStore, fetcher: Fetcher, settings: Settings, stop: threading.Event
@@ -42,19 +42,11 @@ class JobRetry:
         self.stop = stop
         self.status = StatusStore(jobs.redis, jobs.keys)
 
-    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
+    def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None]:
+        """Settles the job's error once recorded. On the event loop the write is made from
+        the loop's thread (one short Redis call; other jobs on the loop wait that long)."""
         try:
-            inner(unit, payload)
-        except JOB_ERRORS as exc:
-            self.failed(unit, exc)
-
-    async def acall(
-        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
-    ) -> None:
-        """`__call__` for an ``async def`` job; the failure is written from the loop's thread
-        (one short Redis call; other jobs on the loop wait that long)."""
-        try:
-            await inner(unit, payload)
+            yield
         except JOB_ERRORS as exc:
             self.failed(unit, exc)
 

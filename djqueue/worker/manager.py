@@ -16,7 +16,7 @@ from typing import Any
 from ..config import Settings
 from ..store import JobStore
 from . import around
-from .aio import AsyncRunner, AsyncStep, acompose
+from .aio import AsyncRunner
 from .backoff import REDIS_ERRORS
 from .buffer import JobBuffer
 from .fetch import Fetcher
@@ -25,7 +25,7 @@ from .job_retry import JobRetry
 from .lifecycle import Lifecycle
 from .log import logger
 from .memory import MemoryLimit
-from .processor import Processor, Step, compose
+from .processor import Processor
 from .recovery import RecoveryGuard
 from .stats import Stats
 
@@ -48,28 +48,21 @@ class Manager:
         #: Set when shutdown has pushed unfinished jobs back: stop retrying Redis writes.
         self.hard_stop = threading.Event()
         self.retry = JobRetry(jobs, fetcher, settings, self.hard_stop)
-        # Outermost first: the retry decision sees what the others already reported.
-        # A framework's contexts (`djqueue.worker.around`) go around everything.
-        outer = [step] if (step := around.step()) is not None else []
-        steps: list[Step] = [self.retry, JobLogger(), JobSignals(), stats, Lifecycle()]
-        if memory is not None:
-            steps.insert(0, memory)
-        self.handler = compose([*outer, *steps])
-        #: For jobs pushed back after a crash (`djqueue.worker.recovery`); the others skip
-        #: the extra step.
+        # Outermost first: the retry decision sees what the others already reported. The
+        # user's and a framework's steps (`djqueue.worker.around`) go around everything, then
+        # the recovery guard (which passes jobs that were not pushed back after a crash).
         guard = RecoveryGuard(
             fetcher.lists, self.retry, stats, self.hard_stop, self.buffer, self.jobs_running
         )
-        self.recovered_handler = compose([*outer, guard, *steps])
-        # The same steps as coroutines, for ``async def`` jobs on the event loop.
-        aouter = [step] if (step := around.astep()) is not None else []
-        asteps: list[AsyncStep] = [getattr(s, "acall") for s in steps]  # noqa: B009
-        self.aio = AsyncRunner(
-            self,
-            settings.async_concurrency,
-            acompose([*aouter, *asteps]),
-            acompose([*aouter, guard.acall, *asteps]),
-        )
+        inner = [self.retry, JobLogger(), JobSignals(), stats, Lifecycle()]
+        #: Every job's steps, the same for thread-run and ``async def`` jobs.
+        self.steps: list[Any] = [
+            *around.steps(),
+            guard,
+            *([memory] if memory is not None else []),
+            *inner,
+        ]
+        self.aio = AsyncRunner(self, settings.async_concurrency, self.steps)
         self.processors: set[Processor] = set()
         self._lock = threading.Lock()
         self._count = 0

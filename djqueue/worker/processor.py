@@ -1,20 +1,20 @@
 """A processor thread: take a job from the process's buffer, run it through the steps, hand it
 back for acknowledgement, repeat.
 
-The steps around each job (stats, logging, signals, retries) are separate callables composed
-once, Sidekiq's way; the job itself runs through `djqueue.executor.run`, which applies the
-server middleware, so a Django or Flask integration changes how jobs run by adding middleware,
-not by touching this loop.
+The steps around each job (stats, logging, signals, retries) are runtime steps, each written
+once for threads and the event loop (`djqueue.pipeline`); the job itself runs through
+`djqueue.executor.run`, which applies the server middleware, so a Django or Flask integration
+changes how jobs run by adding middleware, not by touching this loop.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import executor, registry
+from .. import executor, pipeline, registry
 from ..errors import MalformedJob
 from ..payload import loads
 from ..running import RunningJob
@@ -24,24 +24,14 @@ from .fetch import Unit
 if TYPE_CHECKING:
     from .manager import Manager
 
-Step = Callable[[Unit, dict[str, Any], Callable[..., Any]], Any]
-Handler = Callable[[Unit, dict[str, Any]], Any]
 
+def run(steps: Sequence[Any], unit: Unit, payload: dict[str, Any]) -> None:
+    """Run the job in this thread through the runtime's steps (`Manager.steps`)."""
 
-def _run_job(unit: Unit, payload: dict[str, Any]) -> Any:
-    return executor.run(payload, unit.queue)
+    def job() -> None:
+        unit.result = executor.run(payload, unit.queue)
 
-
-def compose(steps: Sequence[Step], final: Handler = _run_job) -> Handler:
-    """``steps[0]`` outermost, ``final`` innermost, built once rather than per job."""
-    handler = final
-    for step in reversed(steps):
-
-        def bound(unit: Unit, payload: dict[str, Any], step: Step = step, inner: Handler = handler):
-            return step(unit, payload, inner)
-
-        handler = bound
-    return handler
+    pipeline.run(steps, (unit, payload), job)
 
 
 class Processor:
@@ -116,10 +106,7 @@ class Processor:
             else:
                 self.buffer.give_back(unit)
             return True
-        if unit.recovered:
-            self.manager.recovered_handler(unit, payload)
-        else:
-            self.manager.handler(unit, payload)
+        run(self.manager.steps, unit, payload)
         return False
 
     def leave(self) -> None:

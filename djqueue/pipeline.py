@@ -1,0 +1,162 @@
+"""One pipeline for running a job through steps, in a thread or on the worker's event loop.
+
+A step is written once for both worlds. It is called with the job's arguments before the job
+runs and returns a context manager (or a generator that yields once, or None when it has
+nothing to do for this job); the job runs inside it, so the code before its ``yield`` is the
+step's *before*, an ``except`` around the ``yield`` its *on failure*, the code after it its
+*after*, and a step that catches the job's error without raising again settles it (the retry
+step does). Sidekiq's nested ``dispatch`` blocks have this shape, and a ``with`` block means
+the same around ``job()`` as around ``await job()``: that is why the shape serves a thread-run
+job and an ``async def`` job with the same code::
+
+    def timing(payload):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            metrics.observe(payload["class"], time.perf_counter() - started)
+
+`run` and `run_async` are the only place where the two worlds differ. On the event loop a
+step's before and after run on the loop's thread, as quick as they are in a thread; a step
+whose before or after blocks (waits for a lock, talks to a database through a thread-bound
+connection) names an ``offload`` attribute, ``offload(function, *args) -> awaitable``, and its
+before and after are awaited through it (``asyncio.to_thread``, asgiref's ``sync_to_async``).
+
+A before may raise `Skip` to end the run there, quietly: the job does not run, the steps
+already entered see no error, and the run returns None (the recovery guard buries a poison
+job that way). A `Wrapper` is the older shape of server middleware, a callable given a
+``call_next``; it nests the same way in a thread, and on the loop it runs through its
+``acall`` coroutine method when it has one, else in a thread of its own (`Wrapper.around`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, AsyncExitStack, ExitStack, contextmanager
+from functools import partial
+from typing import Any, cast
+
+#: What a step returns for one job: a context manager, a generator yielding once, or None.
+Entered = AbstractContextManager[Any] | Any | None
+#: A step: called with the job's arguments before the job runs.
+Step = Callable[..., Entered]
+
+
+class Skip(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a step's before: the job does not run, and the run returns None."""
+
+
+class Wrapper:
+    """A middleware of the ``call_next`` shape: ``middleware(*args, call_next)``."""
+
+    __slots__ = ("middleware",)
+
+    def __init__(self, middleware: Callable[..., Any]) -> None:
+        self.middleware = middleware
+
+    async def around(self, args: tuple[Any, ...], rest: Callable[[], Awaitable[Any]]) -> Any:
+        """On the loop: through the middleware's ``acall`` when it has one; else in a thread,
+        where ``call_next()`` blocks until the rest has run on the loop, with the context
+        variables the middleware set (a tenant, a locale) carried over."""
+        acall = getattr(self.middleware, "acall", None)
+        if acall is not None:
+            return await acall(*args, rest)
+        loop = asyncio.get_running_loop()
+
+        def call_next() -> Any:
+            context = contextvars.copy_context()
+            return asyncio.run_coroutine_threadsafe(_within(context, rest), loop).result()
+
+        return await asyncio.to_thread(self.middleware, *args, call_next)
+
+
+async def _within(context: contextvars.Context, rest: Callable[[], Awaitable[Any]]) -> Any:
+    for variable, value in context.items():
+        variable.set(value)
+    return await rest()
+
+
+def _entered(step: Step, args: tuple[Any, ...]) -> AbstractContextManager[Any] | None:
+    entered = step(*args)
+    if entered is None or hasattr(entered, "__enter__"):
+        return cast("AbstractContextManager[Any] | None", entered)
+    return _once(cast("Iterator[Any]", entered))
+
+
+@contextmanager
+def _once(generator: Iterator[Any]) -> Iterator[Any]:
+    """A step's generator as a context manager: its one ``yield`` is where the job runs."""
+    return (yield from generator)
+
+
+def run(steps: Sequence[Step | Wrapper], args: tuple[Any, ...], job: Callable[[], Any]) -> Any:
+    """Run ``job()`` inside ``steps`` (``steps[0]`` outermost) in this thread."""
+    if not steps:
+        return job()
+    try:
+        return _run(steps, 0, args, job)
+    except Skip:
+        return None
+
+
+def _run(
+    steps: Sequence[Step | Wrapper], index: int, args: tuple[Any, ...], job: Callable[[], Any]
+) -> Any:
+    with ExitStack() as stack:
+        for position in range(index, len(steps)):
+            step = steps[position]
+            if isinstance(step, Wrapper):
+                return step.middleware(
+                    *args, lambda position=position: _run(steps, position + 1, args, job)
+                )
+            entered = _entered(step, args)
+            if entered is not None:
+                stack.enter_context(entered)
+        return job()
+
+
+async def run_async(
+    steps: Sequence[Step | Wrapper], args: tuple[Any, ...], job: Callable[[], Awaitable[Any]]
+) -> Any:
+    """`run` for an ``async def`` job, on the event loop."""
+    if not steps:
+        return await job()
+    try:
+        return await _run_async(steps, 0, args, job)
+    except Skip:
+        return None
+
+
+async def _run_async(
+    steps: Sequence[Step | Wrapper],
+    index: int,
+    args: tuple[Any, ...],
+    job: Callable[[], Awaitable[Any]],
+) -> Any:
+    async with AsyncExitStack() as stack:
+        for position in range(index, len(steps)):
+            step = steps[position]
+            if isinstance(step, Wrapper):
+                rest: Callable[[], Awaitable[Any]] = partial(
+                    _run_async, steps, position + 1, args, job
+                )
+                return await step.around(args, rest)
+            entered = _entered(step, args)
+            if entered is None:
+                continue
+            offload = getattr(step, "offload", None)
+            if offload is None:
+                stack.enter_context(entered)
+            else:
+                await offload(entered.__enter__)
+                stack.push_async_exit(_offloaded_exit(offload, entered))
+        return await job()
+
+
+def _offloaded_exit(offload: Callable[..., Awaitable[Any]], entered: Any) -> Any:
+    async def leave(*exc_info: Any) -> Any:
+        return await offload(entered.__exit__, *exc_info)
+
+    return leave
