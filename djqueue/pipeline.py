@@ -33,15 +33,20 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, AsyncExitStack, ExitStack, contextmanager
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from functools import partial
-from typing import Any, cast
+from types import GeneratorType
+from typing import Any
 
 #: What a step returns for one job: a context manager, a generator yielding once, or None.
 Entered = AbstractContextManager[Any] | Any | None
 #: A step: called with the job's arguments before the job runs.
 Step = Callable[..., Entered]
+
+
+#: What ``next`` answers for a step's generator that has ended.
+_DONE = object()
 
 
 class Skip(Exception):  # noqa: N818 - a signal, not an error
@@ -78,55 +83,76 @@ async def _within(context: contextvars.Context, rest: Callable[[], Awaitable[Any
     return await rest()
 
 
-def _entered(step: Step, args: tuple[Any, ...]) -> AbstractContextManager[Any] | None:
-    entered = step(*args)
-    if entered is None or hasattr(entered, "__enter__"):
-        return cast("AbstractContextManager[Any] | None", entered)
-    return _once(cast("Iterator[Any]", entered))
+def _enter(entered: Any) -> None:
+    """A step's before: up to its generator's ``yield``, or its context manager's enter."""
+    if type(entered) is GeneratorType:
+        next(entered)
+    else:
+        entered.__enter__()
 
 
-@contextmanager
-def _once(generator: Iterator[Any]) -> Iterator[Any]:
-    """A step's generator as a context manager: its one ``yield`` is where the job runs."""
-    return (yield from generator)
+def _leave(entered: Any, error: BaseException | None) -> None:
+    """A step's after, told the job's ``error``; returns when the step settled it (or there
+    was none), raises what the step raised (the error itself, as a rule)."""
+    if type(entered) is not GeneratorType:
+        if error is None:
+            entered.__exit__(None, None, None)
+        elif not entered.__exit__(type(error), error, error.__traceback__):
+            raise error
+        return
+    if error is None:
+        if next(entered, _DONE) is _DONE:
+            return
+    else:
+        try:
+            entered.throw(error)
+        except StopIteration:
+            return
+    raise RuntimeError(f"a step yielded more than once: {entered!r}")
 
 
 def run(steps: Sequence[Step | Wrapper], args: tuple[Any, ...], job: Callable[[], Any]) -> Any:
     """Run ``job()`` inside ``steps`` (``steps[0]`` outermost) in this thread."""
-    if not steps:
-        return job()
-    try:
-        return _run(steps, 0, args, job)
-    except Skip:
-        return None
+    return _run(steps, 0, args, job)
 
 
 def _run(
     steps: Sequence[Step | Wrapper], index: int, args: tuple[Any, ...], job: Callable[[], Any]
 ) -> Any:
-    with ExitStack() as stack:
-        for position in range(index, len(steps)):
-            step = steps[position]
-            if isinstance(step, Wrapper):
-                return step.middleware(
-                    *args, lambda position=position: _run(steps, position + 1, args, job)
-                )
-            entered = _entered(step, args)
-            if entered is not None:
-                stack.enter_context(entered)
-        return job()
+    for position in range(index, len(steps)):
+        step = steps[position]
+        if isinstance(step, Wrapper):
+            return step.middleware(*args, partial(_run, steps, position + 1, args, job))
+        entered: Any = step(*args)
+        if entered is None:
+            continue
+        # `_enter` and `_leave` inlined for a generator: the cost of every thread-run job.
+        generator = type(entered) is GeneratorType
+        try:
+            if generator:
+                next(entered)
+            else:
+                entered.__enter__()
+        except Skip:
+            return None
+        try:
+            value = _run(steps, position + 1, args, job)
+        except BaseException as error:
+            _leave(entered, error)
+            return None
+        if not generator:
+            entered.__exit__(None, None, None)
+        elif next(entered, _DONE) is not _DONE:
+            raise RuntimeError(f"a step yielded more than once: {entered!r}")
+        return value
+    return job()
 
 
 async def run_async(
     steps: Sequence[Step | Wrapper], args: tuple[Any, ...], job: Callable[[], Awaitable[Any]]
 ) -> Any:
     """`run` for an ``async def`` job, on the event loop."""
-    if not steps:
-        return await job()
-    try:
-        return await _run_async(steps, 0, args, job)
-    except Skip:
-        return None
+    return await _run_async(steps, 0, args, job)
 
 
 async def _run_async(
@@ -135,28 +161,32 @@ async def _run_async(
     args: tuple[Any, ...],
     job: Callable[[], Awaitable[Any]],
 ) -> Any:
-    async with AsyncExitStack() as stack:
-        for position in range(index, len(steps)):
-            step = steps[position]
-            if isinstance(step, Wrapper):
-                rest: Callable[[], Awaitable[Any]] = partial(
-                    _run_async, steps, position + 1, args, job
-                )
-                return await step.around(args, rest)
-            entered = _entered(step, args)
-            if entered is None:
-                continue
-            offload = getattr(step, "offload", None)
+    for position in range(index, len(steps)):
+        step = steps[position]
+        if isinstance(step, Wrapper):
+            return await step.around(args, partial(_run_async, steps, position + 1, args, job))
+        entered: Any = step(*args)
+        if entered is None:
+            continue
+        offload = getattr(step, "offload", None)
+        try:
             if offload is None:
-                stack.enter_context(entered)
+                _enter(entered)
             else:
-                await offload(entered.__enter__)
-                stack.push_async_exit(_offloaded_exit(offload, entered))
-        return await job()
-
-
-def _offloaded_exit(offload: Callable[..., Awaitable[Any]], entered: Any) -> Any:
-    async def leave(*exc_info: Any) -> Any:
-        return await offload(entered.__exit__, *exc_info)
-
-    return leave
+                await offload(_enter, entered)
+        except Skip:
+            return None
+        try:
+            value = await _run_async(steps, position + 1, args, job)
+        except BaseException as error:
+            if offload is None:
+                _leave(entered, error)
+            else:
+                await offload(_leave, entered, error)
+            return None
+        if offload is None:
+            _leave(entered, None)
+        else:
+            await offload(_leave, entered, None)
+        return value
+    return await job()

@@ -114,10 +114,10 @@ class AsyncRunner:
             if self.cancelling:
                 cancelled = True  # shutdown: never acknowledged, it goes back to its queue
             else:  # the job's own code raised it (an awaited task was cancelled): it failed
-                self._settle_failed(unit, payload, exc)
+                self.manager.settle.crashed(unit, exc, f"async job {payload.get('jid')}")
         except BaseException as exc:  # noqa: BLE001 - past the retry step: settle it as failed
             logger.error("async job %s failed outside its steps", payload.get("jid"), exc_info=exc)
-            self._settle_failed(unit, payload, exc)
+            self.manager.settle.crashed(unit, exc, f"async job {payload.get('jid')}")
         finally:
             with self._lock:
                 mine = self.running.pop(id(unit), None) is not None
@@ -152,14 +152,6 @@ class AsyncRunner:
             self.manager.buffer.flush()
         except REDIS_ERRORS:
             pass  # kept for the next fetch or beat (processors report the outage)
-
-    def _settle_failed(self, unit: Unit, payload: dict[str, Any], exc: BaseException) -> None:
-        """Through the retry policy, as for a processor thread that died with its job."""
-        try:
-            if not unit.acked:
-                self.manager.retry.failed(unit, exc)
-        except Exception:  # noqa: BLE001 - it stays in the working list; not lost
-            logger.exception("could not settle async job %s", payload.get("jid"))
 
     # -- shutdown ---------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from .log import logger
 from .memory import MemoryLimit
 from .processor import Processor
 from .recovery import RecoveryGuard
+from .settle import Settle
 from .stats import Stats
 
 
@@ -47,14 +48,15 @@ class Manager:
         self.quieting = threading.Event()
         #: Set when shutdown has pushed unfinished jobs back: stop retrying Redis writes.
         self.hard_stop = threading.Event()
-        self.retry = JobRetry(jobs, fetcher, settings, self.hard_stop)
+        #: Where every failed job is settled (retry, drop, dead set).
+        self.settle = Settle(jobs, fetcher, settings, stats, self.hard_stop)
         # Outermost first: the retry decision sees what the others already reported. The
         # user's and a framework's steps (`djqueue.worker.around`) go around everything, then
         # the recovery guard (which passes jobs that were not pushed back after a crash).
         guard = RecoveryGuard(
-            fetcher.lists, self.retry, stats, self.hard_stop, self.buffer, self.jobs_running
+            fetcher.lists, self.settle, self.hard_stop, self.buffer, self.jobs_running
         )
-        inner = [self.retry, JobLogger(), JobSignals(), stats, Lifecycle()]
+        inner = [JobRetry(self.settle), JobLogger(), JobSignals(), stats, Lifecycle()]
         #: Every job's steps, the same for thread-run and ``async def`` jobs.
         self.steps: list[Any] = [
             *around.steps(),
@@ -90,13 +92,7 @@ class Manager:
         unit = processor.unit
         if unit is not None:
             self.buffer.forget()
-        try:
-            if unit is not None and not unit.acked:
-                # The job was running: record it as failed, so a job that kills its thread
-                # goes through retries to the dead set instead of looping forever.
-                self.retry.failed(unit, exc)
-        except Exception:  # noqa: BLE001 - the job stays in the working list; not lost
-            logger.exception("could not settle the job of processor %d", processor.number)
+        self.settle.crashed(unit, exc, f"the job of processor {processor.number}")
         if not self.quieting.is_set():
             self._spawn()
 

@@ -96,8 +96,7 @@ class Processor:
             # A dict still, with ``cancelled`` for `djqueue.current_job()` (djqueue.running).
             payload = RunningJob(loads(unit.raw))
         except MalformedJob as exc:
-            self.manager.stats.count(failed=True)
-            self.manager.retry.bury_malformed(unit, exc)
+            self.manager.settle.malformed(unit, exc)
             return False
         definition = registry.get(payload["class"])
         if getattr(definition, "job_is_async", False):

@@ -33,9 +33,8 @@ from ..store import WorkingLists
 from .backoff import keep_trying
 from .buffer import JobBuffer
 from .fetch import Unit
-from .job_retry import JobRetry
 from .log import logger
-from .stats import Stats
+from .settle import Settle
 
 #: Deaths of its process, running alone, a job may cause before it is buried (the first
 #: death, before it was known as a suspect, included).
@@ -52,15 +51,13 @@ class RecoveryGuard:
     def __init__(
         self,
         lists: WorkingLists,
-        retry: JobRetry,
-        stats: Stats,
+        settle: Settle,
         stop: threading.Event,
         buffer: JobBuffer,
         jobs_running: Callable[[], int],
     ) -> None:
         self.lists = lists
-        self.retry = retry
-        self.stats = stats
+        self.settle = settle
         self.stop = stop
         self.buffer = buffer
         self.jobs_running = jobs_running
@@ -148,5 +145,4 @@ class RecoveryGuard:
             payload.get("jid"),
             starts,
         )
-        self.stats.count(failed=True)
-        self.retry.died(unit, payload, starts)
+        self.settle.died(unit, payload, starts)
