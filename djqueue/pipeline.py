@@ -112,40 +112,50 @@ def _leave(entered: Any, error: BaseException | None) -> None:
 
 
 def run(steps: Sequence[Step | Wrapper], args: tuple[Any, ...], job: Callable[[], Any]) -> Any:
-    """Run ``job()`` inside ``steps`` (``steps[0]`` outermost) in this thread."""
-    return _run(steps, 0, args, job)
+    """Run ``job()`` inside ``steps`` (``steps[0]`` outermost) in this thread.
 
-
-def _run(
-    steps: Sequence[Step | Wrapper], index: int, args: tuple[Any, ...], job: Callable[[], Any]
-) -> Any:
-    for position in range(index, len(steps)):
-        step = steps[position]
-        if isinstance(step, Wrapper):
-            return step.middleware(*args, partial(_run, steps, position + 1, args, job))
-        entered: Any = step(*args)
-        if entered is None:
+    A loop rather than nested calls, with `_enter` and `_leave` inlined for generators: this
+    is the cost of every thread-run job, and each call counts on the GIL ten threads share.
+    """
+    if not steps:
+        return job()
+    entered: list[Any] = []
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        for index, step in enumerate(steps):
+            if type(step) is Wrapper:
+                value = step.middleware(*args, partial(run, steps[index + 1 :], args, job))
+                break
+            done: Any = step(*args)  # type: ignore[operator]
+            if done is not None:
+                if type(done) is GeneratorType:
+                    next(done)
+                else:
+                    done.__enter__()
+                entered.append(done)
+        else:
+            value = job()
+    except Skip:
+        pass
+    except BaseException as raised:
+        error = raised
+    while entered:
+        done = entered.pop()
+        if error is None and type(done) is GeneratorType:
+            if next(done, _DONE) is not _DONE:
+                raise RuntimeError(f"a step yielded more than once: {done!r}")
             continue
-        # `_enter` and `_leave` inlined for a generator: the cost of every thread-run job.
-        generator = type(entered) is GeneratorType
         try:
-            if generator:
-                next(entered)
-            else:
-                entered.__enter__()
-        except Skip:
-            return None
-        try:
-            value = _run(steps, position + 1, args, job)
-        except BaseException as error:
-            _leave(entered, error)
-            return None
-        if not generator:
-            entered.__exit__(None, None, None)
-        elif next(entered, _DONE) is not _DONE:
-            raise RuntimeError(f"a step yielded more than once: {entered!r}")
-        return value
-    return job()
+            _leave(done, error)
+        except BaseException as raised:
+            error = raised
+        else:
+            if error is not None:  # settled by this step: the run returns None
+                error = value = None
+    if error is not None:
+        raise error
+    return value
 
 
 async def run_async(
