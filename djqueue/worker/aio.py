@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +33,7 @@ from .fetch import Unit
 from .log import logger
 
 if TYPE_CHECKING:
-    from .manager import Manager
+    from .runtime import Runtime
 
 #: Threads of the loop's pool beyond one per job (name lookups, ``run_in_executor``).
 SPARE_THREADS = 8
@@ -47,11 +46,9 @@ class AsyncRunner:
     """The loop of one process and the async jobs on it. The loop's thread starts with the
     first async job, so a process with none pays nothing."""
 
-    def __init__(self, manager: Manager, limit: int, steps: Sequence[Any]) -> None:
-        self.manager = manager
+    def __init__(self, runtime: Runtime, limit: int) -> None:
+        self.runtime = runtime
         self.limit = limit
-        #: The runtime's steps, the same objects thread-run jobs go through.
-        self.steps = steps
         self.slots = threading.BoundedSemaphore(limit)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
@@ -69,7 +66,7 @@ class AsyncRunner:
         """Start ``unit`` on the loop once a slot is free; False if the process went quiet
         while waiting (the caller gives the job back)."""
         while not self.slots.acquire(timeout=0.1):
-            if self.manager.quieting.is_set():
+            if self.runtime.quieting.is_set():
                 return False
         loop = self._loop()
         with self._lock:
@@ -109,22 +106,22 @@ class AsyncRunner:
             unit.result = await executor.run_async(payload, unit.queue)
 
         try:
-            await pipeline.run_async(self.steps, (unit, payload), job)
+            await pipeline.run_async(self.runtime.steps, (unit, payload), job)
         except asyncio.CancelledError as exc:
             if self.cancelling:
                 cancelled = True  # shutdown: never acknowledged, it goes back to its queue
             else:  # the job's own code raised it (an awaited task was cancelled): it failed
-                self.manager.settle.crashed(unit, exc, f"async job {payload.get('jid')}")
+                self.runtime.settle.crashed(unit, exc, f"async job {payload.get('jid')}")
         except BaseException as exc:  # noqa: BLE001 - past the retry step: settle it as failed
             logger.error("async job %s failed outside its steps", payload.get("jid"), exc_info=exc)
-            self.manager.settle.crashed(unit, exc, f"async job {payload.get('jid')}")
+            self.runtime.settle.crashed(unit, exc, f"async job {payload.get('jid')}")
         finally:
             with self._lock:
                 mine = self.running.pop(id(unit), None) is not None
             if mine:
                 self.slots.release()
             if not cancelled:
-                self.manager.buffer.settled(unit, time.monotonic() - started)
+                self.runtime.buffer.settled(unit, time.monotonic() - started)
                 self._acknowledge_soon()
 
     def _acknowledge_soon(self) -> None:
@@ -149,7 +146,7 @@ class AsyncRunner:
 
     def _flush_acks(self) -> None:
         try:
-            self.manager.buffer.flush()
+            self.runtime.buffer.flush()
         except REDIS_ERRORS:
             pass  # kept for the next fetch or beat (processors report the outage)
 

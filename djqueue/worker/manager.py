@@ -27,6 +27,7 @@ from .log import logger
 from .memory import MemoryLimit
 from .processor import Processor
 from .recovery import RecoveryGuard
+from .runtime import Runtime
 from .settle import Settle
 from .stats import Stats
 
@@ -64,7 +65,9 @@ class Manager:
             *([memory] if memory is not None else []),
             *inner,
         ]
-        self.aio = AsyncRunner(self, settings.async_concurrency, self.steps)
+        #: What processors and the async runner are given (not the manager itself).
+        self.runtime = Runtime(self.buffer, self.steps, self.settle, self.quieting, self.hard_stop)
+        self.aio = AsyncRunner(self.runtime, settings.async_concurrency)
         self.processors: set[Processor] = set()
         self._lock = threading.Lock()
         self._count = 0
@@ -76,16 +79,17 @@ class Manager:
     def _spawn(self) -> None:
         with self._lock:
             self._count += 1
-            processor = Processor(self, self._count)
+            processor = Processor(self.runtime, self._count, self.aio.submit, self.processor_ended)
             self.processors.add(processor)
         processor.start()
 
-    def processor_stopped(self, processor: Processor) -> None:
-        with self._lock:
-            self.processors.discard(processor)
-
-    def processor_died(self, processor: Processor, exc: BaseException) -> None:
-        """Log, settle the job it held, and start a replacement (unless shutting down)."""
+    def processor_ended(self, processor: Processor, exc: BaseException | None) -> None:
+        """A processor left (``exc`` None), or died: then log, settle the job it held, and
+        start a replacement (unless shutting down)."""
+        if exc is None:
+            with self._lock:
+                self.processors.discard(processor)
+            return
         logger.error("processor %d died; starting another", processor.number, exc_info=exc)
         with self._lock:
             self.processors.discard(processor)
