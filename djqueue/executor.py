@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from . import registry
+from . import pipeline, registry
 from .middleware import Chain, server_middleware
 from .payload import Payload
 
@@ -69,35 +69,36 @@ def run(payload: Payload, queue: str | None = None, middleware: Chain | None = N
 
     `djqueue.errors.UnknownJob` when the name is not registered in this process.
     """
+    definition, steps, args = _plan(payload, queue, middleware)
+    job = _in_this_process(lambda: definition.execute(args[0], payload["args"]))
+    token = _current.set(payload)
+    try:
+        return pipeline.run(steps, args, job)
+    finally:
+        _current.reset(token)
+
+
+async def run_async(payload: Payload, queue: str | None = None) -> Any:
+    """`run` for an ``async def`` job, awaited on the worker's event loop: the same steps."""
+    definition, steps, args = _plan(payload, queue, None)
+    token = _current.set(payload)
+    try:
+        return await pipeline.run_async(
+            steps, args, lambda: definition.aexecute(args[0], payload["args"])
+        )
+    finally:
+        _current.reset(token)
+
+
+def _plan(
+    payload: Payload, queue: str | None, middleware: Chain | None
+) -> tuple[Any, list[Any], tuple[Any, Payload, str]]:
+    """The job's definition, the server middleware around it, and the middleware's
+    arguments (the instance the job runs as, the payload, the queue)."""
     definition = registry.lookup(payload["class"])
     instance = definition.instantiate(payload)
     chain = server_middleware if middleware is None else middleware
-    token = _current.set(payload)
-    try:
-        return chain.invoke(
-            instance,
-            payload,
-            queue or payload.get("queue", "default"),
-            _in_this_process(lambda: definition.execute(instance, payload["args"])),
-        )
-    finally:
-        _current.reset(token)
-
-
-async def arun(payload: Payload, queue: str | None = None) -> Any:
-    """`run` for an ``async def`` job, awaited on the worker's event loop."""
-    definition = registry.lookup(payload["class"])
-    instance = definition.instantiate(payload)
-    token = _current.set(payload)
-    try:
-        return await server_middleware.ainvoke(
-            instance,
-            payload,
-            queue or payload.get("queue", "default"),
-            lambda: definition.aexecute(instance, payload["args"]),
-        )
-    finally:
-        _current.reset(token)
+    return definition, chain.steps(), (instance, payload, queue or payload.get("queue", "default"))
 
 
 def execute_now(item: dict[str, Any]) -> Any:

@@ -19,25 +19,30 @@ As in Sidekiq, an entry added as a class is instantiated for every invocation, w
 arguments given to `Chain.add`, so a middleware may keep per-job state on ``self``. A plain
 function or an already-built object can be added too and is called as it is.
 
-``async def`` jobs run on the worker's event loop; server middleware wraps them through an
-``acall`` coroutine method when it has one (`Chain.ainvoke`)::
+A middleware may also be written as a generator that yields where the job runs, without
+``call_next`` (`djqueue.pipeline`): the one shape that wraps a thread-run job and an ``async
+def`` job alike, on the event loop, with no thread of its own::
 
-        async def acall(self, job, payload, queue, call_next):
-            payload["tenant"] = current_tenant()
-            return await call_next()
+        def __call__(self, job, payload, queue):
+            with tenant(payload.get("tenant")):
+                yield
+
+A ``call_next`` middleware wraps ``async def`` jobs through an ``acall`` coroutine method when
+it has one, else from a thread of its own (`djqueue.pipeline.Wrapper`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
+import inspect
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from . import pipeline
 
 
 class _Entry:
-    __slots__ = ("klass", "args", "kwargs")
+    __slots__ = ("klass", "args", "kwargs", "hook")
 
     def __init__(self, klass: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if not callable(klass):
@@ -47,11 +52,20 @@ class _Entry:
         self.klass = klass
         self.args = args
         self.kwargs = kwargs
+        call = klass.__call__ if isinstance(klass, type) else klass
+        if not (inspect.isfunction(call) or inspect.ismethod(call)):
+            call = type(call).__call__
+        #: Written once as a generator (``yield`` where the job runs), not with ``call_next``.
+        self.hook = inspect.isgeneratorfunction(call)
 
     def make(self) -> Callable[..., Any]:
         if isinstance(self.klass, type):
             return self.klass(*self.args, **self.kwargs)
         return self.klass
+
+    def step(self) -> Any:
+        middleware = self.make()
+        return middleware if self.hook else pipeline.Wrapper(middleware)
 
 
 class Chain:
@@ -117,78 +131,19 @@ class Chain:
         chain._entries = self._entries
         return chain
 
+    def steps(self) -> list[Any]:
+        """This invocation's entries as `djqueue.pipeline` steps: a middleware whose call is a
+        generator function is a step of its own (written once for threads and the event
+        loop); one of the ``call_next`` shape is a `djqueue.pipeline.Wrapper`."""
+        return [entry.step() for entry in self._entries]
+
     def invoke(
         self, job: Any, payload: dict[str, Any], queue: str, final: Callable[[], Any]
     ) -> Any:
         """Run every middleware around ``final`` and return what the outermost one returned."""
-        entries = self._entries
-        if not entries:
+        if not self._entries:
             return final()
-        instances = [entry.make() for entry in entries]
-        last = len(instances)
-
-        def step(index: int) -> Any:
-            if index == last:
-                return final()
-            return instances[index](job, payload, queue, lambda: step(index + 1))
-
-        return step(0)
-
-    async def ainvoke(
-        self,
-        job: Any,
-        payload: dict[str, Any],
-        queue: str,
-        final: Callable[[], Awaitable[Any]],
-    ) -> Any:
-        """`invoke` for an ``async def`` job, on the worker's event loop.
-
-        A middleware with an ``acall`` coroutine method is awaited: ``await call_next()``
-        runs the rest. One without (a plain ``__call__``) runs in a thread of its own, where
-        ``call_next()`` blocks until the rest has run on the loop, so it keeps its meaning at
-        the price of a thread per running job: give middleware an ``acall`` to keep async jobs
-        thread-free (the Django and Flask integrations' do).
-        """
-        entries = self._entries
-        if not entries:
-            return await final()
-        instances = [entry.make() for entry in entries]
-        last = len(instances)
-
-        async def step(index: int) -> Any:
-            if index == last:
-                return await final()
-            middleware = instances[index]
-            acall = getattr(middleware, "acall", None)
-            if acall is not None:
-                return await acall(job, payload, queue, lambda: step(index + 1))
-            return await _in_thread(middleware, job, payload, queue, lambda: step(index + 1))
-
-        return await step(0)
-
-
-async def _in_thread(
-    middleware: Callable[..., Any],
-    job: Any,
-    payload: dict[str, Any],
-    queue: str,
-    rest: Callable[[], Awaitable[Any]],
-) -> Any:
-    """Run a synchronous middleware in a thread; its ``call_next`` runs ``rest`` on the loop,
-    with the context variables the middleware set (a tenant, a locale) carried over."""
-    loop = asyncio.get_running_loop()
-
-    def call_next() -> Any:
-        context = contextvars.copy_context()
-        return asyncio.run_coroutine_threadsafe(_within(context, rest), loop).result()
-
-    return await asyncio.to_thread(middleware, job, payload, queue, call_next)
-
-
-async def _within(context: contextvars.Context, rest: Callable[[], Awaitable[Any]]) -> Any:
-    for variable, value in context.items():
-        variable.set(value)
-    return await rest()
+        return pipeline.run(self.steps(), (job, payload, queue), final)
 
 
 #: Middleware run around every push from this process.

@@ -11,7 +11,7 @@ and what a job run at commit time needs (the committing session cannot be used t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -64,28 +64,13 @@ def _entered(payload: dict[str, Any]) -> bool:
 
 class AppContext:
     """Server middleware, outermost: run the job in a fresh app context (unless the worker
-    already entered one for this very job)."""
+    already entered one for this very job). Flask keeps its app context in a context
+    variable, so an ``async def`` job's task has its own."""
 
-    def __call__(
-        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
-    ) -> Any:
-        if _entered(payload):
-            return call_next()
-        app = job_app()
+    def __call__(self, job: Any, payload: dict[str, Any], queue: str) -> Iterator[None]:
+        app = None if _entered(payload) else job_app()
         if app is None:
-            return call_next()
+            yield
+            return
         with job_context(app, payload):
-            return call_next()
-
-    async def acall(
-        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
-    ) -> Any:
-        """For ``async def`` jobs: Flask keeps its app context in a context variable, so each
-        job's task has its own."""
-        if _entered(payload):
-            return await call_next()
-        app = job_app()
-        if app is None:
-            return await call_next()
-        with job_context(app, payload):
-            return await call_next()
+            yield

@@ -12,7 +12,7 @@ carry ``request_id=...``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
 
@@ -82,29 +82,14 @@ class StampRequestContext:
 
 
 class RequestContext:
-    """Server middleware: bind the context the payload carries while the job runs."""
+    """Server middleware: bind the context the payload carries while the job runs (the values
+    live in a context variable: an ``async def`` job's task has its own)."""
 
-    def __call__(
-        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
-    ) -> Any:
+    def __call__(self, job: Any, payload: dict[str, Any], queue: str) -> Iterator[None]:
         state = current_state()
-        if state is None:
-            return call_next()
-        values = context.carried(payload, state.options.context_keys)
+        values = context.carried(payload, state.options.context_keys) if state else None
         if not values:
-            return call_next()
+            yield
+            return
         with context.bind(**values):
-            return call_next()
-
-    async def acall(
-        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
-    ) -> Any:
-        """For ``async def`` jobs (the values live in a context variable: per job task)."""
-        state = current_state()
-        if state is None:
-            return await call_next()
-        values = context.carried(payload, state.options.context_keys)
-        if not values:
-            return await call_next()
-        with context.bind(**values):
-            return await call_next()
+            yield

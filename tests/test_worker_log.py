@@ -7,6 +7,7 @@ import json
 import logging
 import threading
 
+from djqueue import pipeline
 from djqueue.worker import log
 
 from .worker_support import wait_for
@@ -63,7 +64,8 @@ def test_job_lines_copied_from_the_template_are_records_like_made_ones():
         def processor() -> None:
             unit = Unit("default", b"{}", "working:x")
             for jid in ("a" * 24, "b" * 24):
-                JobLogger()(unit, {"class": "app.Job", "jid": jid}, lambda unit, payload: None)
+                payload = {"class": "app.Job", "jid": jid}
+                pipeline.run([JobLogger()], (unit, payload), lambda: None)
 
         thread = threading.Thread(target=processor, name="djqueue-processor-test")
         thread.start()

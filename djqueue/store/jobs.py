@@ -43,6 +43,8 @@ CANDIDATES = 50
 #: Sidekiq's limits of the dead set: 10,000 jobs, 180 days.
 DEAD_MAX_JOBS = 10_000
 DEAD_TIMEOUT = 180 * 24 * 3600.0
+#: `JobStore.retry_later`'s answer for a tracked job with a cancel request: nothing done.
+STOP_ASKED = "stop asked"
 
 
 class Moved(NamedTuple):
@@ -143,14 +145,19 @@ class JobStore:
 
     # -- failure -----------------------------------------------------------------------------
 
-    def retry_later(self, working: str, stored: Member, json: str, at: float) -> bool | None:
+    def retry_later(self, working: str, stored: Member, json: str, at: float) -> bool | None | str:
         """A failed job from its working list to ``retry`` at ``at``; False when it had left
         the working list already (pushed back meanwhile, or this call is a second try); None
-        when ``retry`` is not a sorted set (nothing done; logged once by name)."""
+        when ``retry`` is not a sorted set (nothing done; logged once by name); `STOP_ASKED`
+        when the job is tracked and a cancel was asked for (nothing done: checked here, in
+        the same step, as the request can come at any moment; what follows is the caller's)."""
         args = [stored, json, at, self.keys.status_prefix]
         done, found = RETRY_LATER(self.redis, [self.keys.retry, working], args)
         bad_keys.report(bad_keys.pairs(found), [self.keys.retry])
-        return None if int(done) < 0 else bool(done)
+        done = int(done)
+        if done == 2:
+            return STOP_ASKED
+        return None if done < 0 else bool(done)
 
     def bury(
         self,

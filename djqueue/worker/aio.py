@@ -7,8 +7,8 @@ network need a few threads, not a thousand. Everything else is shared with the t
 processors: the batched fetch and acknowledgements (a finished async job is acknowledged with
 the next call any processor makes, or by the loop itself within `ACK_DELAY`, at once when it
 is idle), the retry step, the log lines, the signals, the busy table, job tracking and crash
-recovery, each as the ``acall`` coroutine of the same step; server middleware wraps the job
-through its ``acall`` (`djqueue.middleware.Chain.ainvoke`).
+recovery, each the very step thread-run jobs go through (`djqueue.pipeline`); server
+middleware wraps the job the same way (`djqueue.executor.run_async`).
 
 When ``async_concurrency`` jobs are running, the processor holding the next one waits for a
 slot: the backpressure that keeps a process from fetching more than it can run.
@@ -23,17 +23,17 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from .. import executor
+from .. import executor, pipeline
+from . import job_logger
 from .backoff import REDIS_ERRORS
 from .fetch import Unit
 from .log import logger
 
 if TYPE_CHECKING:
-    from .manager import Manager
+    from .runtime import Runtime
 
 #: Threads of the loop's pool beyond one per job (name lookups, ``run_in_executor``).
 SPARE_THREADS = 8
@@ -41,39 +41,14 @@ SPARE_THREADS = 8
 #: async jobs still run (their ends share the round trip); none once the loop is idle.
 ACK_DELAY = 0.05
 
-AsyncHandler = Callable[[Unit, dict[str, Any]], Awaitable[Any]]
-AsyncStep = Callable[[Unit, dict[str, Any], AsyncHandler], Awaitable[Any]]
-
-
-async def _run_job(unit: Unit, payload: dict[str, Any]) -> Any:
-    return await executor.arun(payload, unit.queue)
-
-
-def acompose(steps: Sequence[AsyncStep], final: AsyncHandler = _run_job) -> AsyncHandler:
-    """`djqueue.worker.processor.compose` for coroutines: ``steps[0]`` outermost."""
-    handler = final
-    for step in reversed(steps):
-
-        async def bound(
-            unit: Unit, payload: dict[str, Any], step: AsyncStep = step, inner: Any = handler
-        ) -> Any:
-            return await step(unit, payload, inner)
-
-        handler = bound
-    return handler
-
 
 class AsyncRunner:
     """The loop of one process and the async jobs on it. The loop's thread starts with the
     first async job, so a process with none pays nothing."""
 
-    def __init__(
-        self, manager: Manager, limit: int, handler: AsyncHandler, recovered: AsyncHandler
-    ) -> None:
-        self.manager = manager
+    def __init__(self, runtime: Runtime, limit: int) -> None:
+        self.runtime = runtime
         self.limit = limit
-        self.handler = handler
-        self.recovered_handler = recovered
         self.slots = threading.BoundedSemaphore(limit)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
@@ -91,12 +66,11 @@ class AsyncRunner:
         """Start ``unit`` on the loop once a slot is free; False if the process went quiet
         while waiting (the caller gives the job back)."""
         while not self.slots.acquire(timeout=0.1):
-            if self.manager.quieting.is_set():
+            if self.runtime.quieting.is_set():
                 return False
         loop = self._loop()
-        handler = self.recovered_handler if unit.recovered else self.handler
         with self._lock:
-            future = asyncio.run_coroutine_threadsafe(self._run(unit, payload, handler), loop)
+            future = asyncio.run_coroutine_threadsafe(self._run(unit, payload), loop)
             self.running[id(unit)] = (unit, future)
         return True
 
@@ -104,40 +78,50 @@ class AsyncRunner:
         with self._lock:
             if self.loop is None:
                 self.loop = asyncio.new_event_loop()
-                # The loop's threads for blocking calls: a middleware without ``acall`` holds
-                # one per running job (`Chain.ainvoke`), and the loop still needs some for
-                # name lookups and ``run_in_executor``: never fewer than the jobs, plus spares.
+                # The loop's threads for blocking calls: a ``call_next`` middleware without
+                # ``acall`` holds one per running job (`djqueue.pipeline.Wrapper`), and the
+                # loop still needs some for name lookups and ``run_in_executor``: never fewer
+                # than the jobs, plus spares.
                 self.loop.set_default_executor(
                     ThreadPoolExecutor(self.limit + SPARE_THREADS, "djqueue-asyncio-sync")
                 )
                 self.thread = threading.Thread(
-                    target=self.loop.run_forever, name="djqueue-asyncio", daemon=True
+                    target=self._serve, args=(self.loop,), name="djqueue-asyncio", daemon=True
                 )
                 self.thread.start()
             return self.loop
 
+    @staticmethod
+    def _serve(loop: asyncio.AbstractEventLoop) -> None:
+        job_logger.no_template()
+        loop.run_forever()
+
     # -- on the loop -------------------------------------------------------------------------------
 
-    async def _run(self, unit: Unit, payload: dict[str, Any], handler: AsyncHandler) -> None:
+    async def _run(self, unit: Unit, payload: dict[str, Any]) -> None:
         started = time.monotonic()
         cancelled = False
+
+        async def job() -> None:
+            unit.result = await executor.run_async(payload, unit.queue)
+
         try:
-            await handler(unit, payload)
+            await pipeline.run_async(self.runtime.steps, (unit, payload), job)
         except asyncio.CancelledError as exc:
             if self.cancelling:
                 cancelled = True  # shutdown: never acknowledged, it goes back to its queue
             else:  # the job's own code raised it (an awaited task was cancelled): it failed
-                self._settle_failed(unit, payload, exc)
+                self.runtime.settle.crashed(unit, exc, f"async job {payload.get('jid')}")
         except BaseException as exc:  # noqa: BLE001 - past the retry step: settle it as failed
             logger.error("async job %s failed outside its steps", payload.get("jid"), exc_info=exc)
-            self._settle_failed(unit, payload, exc)
+            self.runtime.settle.crashed(unit, exc, f"async job {payload.get('jid')}")
         finally:
             with self._lock:
                 mine = self.running.pop(id(unit), None) is not None
             if mine:
                 self.slots.release()
             if not cancelled:
-                self.manager.buffer.settled(unit, time.monotonic() - started)
+                self.runtime.buffer.settled(unit, time.monotonic() - started)
                 self._acknowledge_soon()
 
     def _acknowledge_soon(self) -> None:
@@ -162,17 +146,9 @@ class AsyncRunner:
 
     def _flush_acks(self) -> None:
         try:
-            self.manager.buffer.flush()
+            self.runtime.buffer.flush()
         except REDIS_ERRORS:
             pass  # kept for the next fetch or beat (processors report the outage)
-
-    def _settle_failed(self, unit: Unit, payload: dict[str, Any], exc: BaseException) -> None:
-        """Through the retry policy, as for a processor thread that died with its job."""
-        try:
-            if not unit.acked:
-                self.manager.retry.failed(unit, exc)
-        except Exception:  # noqa: BLE001 - it stays in the working list; not lost
-            logger.exception("could not settle async job %s", payload.get("jid"))
 
     # -- shutdown ---------------------------------------------------------------------------------
 

@@ -36,7 +36,6 @@ sidekiq-cron's does: the other workers keep the schedule going.
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -48,7 +47,7 @@ from ..connection import CONNECTION_ERRORS
 from ..cron import iso
 from ..schedule import GRACE, Periodic
 from ..store.cron import CLAIMED_BEFORE, BadSchedule
-from .backoff import REDIS_ERRORS, Backoff
+from .component import Component
 from .cron_sync import sync
 from .log import logger
 
@@ -60,7 +59,12 @@ MAX_LATE = 60
 SCHEDULE = ":cron_jobs"
 
 
-class CronPoller:
+class CronPoller(Component):
+    """Fires periodic jobs when due (a runtime thread)."""
+
+    name = "djqueue-cron"
+    what = "cron poller"
+
     def __init__(
         self,
         settings: Settings,
@@ -74,10 +78,8 @@ class CronPoller:
         self.reload = reload
         #: What this process declares (code and settings), written by `declare`.
         self.declarations = list(declarations)
-        self.stop_event = threading.Event()
-        self._wake = threading.Event()
+        super().__init__()
         self._declare_due = False
-        self.thread = threading.Thread(target=self.run, name="djqueue-cron", daemon=True)
         self._schedule: list[PeriodicJob] = []
         self._reload_at = 0.0
         #: name -> the latest tick this poller has handled (fired, or found claimed).
@@ -86,15 +88,6 @@ class CronPoller:
         #: it lasts. ``_failing`` holds pushes refused by Redis, cleared by the next answer.
         self._bad: dict[str, str] = {}
         self._failing: dict[str, str] = {}
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self._wake.set()
-        if self.thread.is_alive():
-            self.thread.join(10)
 
     def declare(self) -> None:
         """Write this process's declarations (`djqueue.worker.cron_sync.sync`); the next look
@@ -109,27 +102,16 @@ class CronPoller:
     def redeclare(self) -> None:
         """Write the declarations again at once, from the poller's thread (Redis lost them)."""
         self._declare_due = True
-        self._wake.set()
+        self.wake_up()
 
-    def run(self) -> None:
-        backoff = Backoff("cron poller", self.stop_event)
-        while not self.stop_event.is_set():
-            try:
-                clock = redis_clock(self.entries)
-                wake = self.poll(clock(), clock)
-            except REDIS_ERRORS as exc:
-                backoff.failed(exc)
-                # Back from an outage, Redis may have come back empty: declare again.
-                self._declare_due = bool(self.declarations)
-                continue
-            except Exception:
-                # A bug must not end periodic jobs for the life of the process.
-                logger.exception("cron poller failed; trying again")
-                self.stop_event.wait(1.0)
-                continue
-            backoff.reset()
-            self._wake.wait(max(0.0, wake - clock()))
-            self._wake.clear()
+    def tick(self) -> float:
+        clock = redis_clock(self.entries)
+        wake = self.poll(clock(), clock)
+        return wake - clock()
+
+    def outage(self) -> None:
+        # Back from an outage, Redis may have come back empty: declare again.
+        self._declare_due = bool(self.declarations)
 
     def poll(self, now: float, clock: Callable[[], float] | None = None) -> float:
         """Fire what is due at ``now`` (Redis's time); returns when to look next, on the

@@ -14,9 +14,9 @@ without the pause. An exception is logged once per run of failures and tried aga
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
+from .component import Component
 from .log import logger
 
 #: A duty: called with no arguments; True means "call me again at once".
@@ -40,32 +40,27 @@ def names() -> list[str]:
     return sorted(_duties)
 
 
-class DutyThread:
+class DutyThread(Component):
     """Calls each duty every ``interval`` seconds until stopped."""
+
+    name = "djqueue-duties"
+    what = "duties"
 
     def __init__(self, interval: float) -> None:
         self.interval = interval
         self.duties = dict(_duties)
-        self.stop_event = threading.Event()
         self.failing: set[str] = set()
-        self.thread = threading.Thread(target=self.run, name="djqueue-duties", daemon=True)
+        super().__init__()
 
     def start(self) -> None:
         if self.duties:
-            self.thread.start()
+            super().start()
 
-    def stop(self) -> None:
-        self.stop_event.set()
-        if self.thread.is_alive():
-            self.thread.join(10)
-
-    def run(self) -> None:
-        while not self.stop_event.is_set():
-            busy = False
-            for name, duty in self.duties.items():
-                busy = self.call(name, duty) or busy
-            if not busy:
-                self.stop_event.wait(self.interval)
+    def tick(self) -> float:
+        busy = False
+        for name, duty in self.duties.items():
+            busy = self.call(name, duty) or busy
+        return 0.0 if busy else self.interval
 
     def call(self, name: str, duty: Duty) -> bool:
         try:

@@ -14,6 +14,7 @@ import random
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import redis
 import redis.exceptions
@@ -24,7 +25,7 @@ from ..store import Keys, WorkingLists
 class Unit:
     """A fetched job: its queue, its JSON exactly as stored, and the working list holding it."""
 
-    __slots__ = ("queue", "raw", "working", "acked", "recovered", "ending")
+    __slots__ = ("queue", "raw", "working", "acked", "recovered", "ending", "result")
 
     def __init__(self, queue: str, raw: bytes, working: str, recovered: bool = False) -> None:
         self.queue = queue
@@ -37,6 +38,8 @@ class Unit:
         #: A tracked job that ran: its end, written with its acknowledgement
         #: (`djqueue.worker.lifecycle`).
         self.ending: tuple[str, str, str, str] | None = None
+        #: What the job returned, for the steps after it (`djqueue.worker.lifecycle`).
+        self.result: Any = None
 
     def __repr__(self) -> str:
         return f"<Unit {self.queue} {self.raw[:60]!r}>"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +20,8 @@ import redis
 from .. import running
 from ..payload import dumps
 from ..store import Keys, ProcessStore, StatusStore
-from .backoff import REDIS_ERRORS, Backoff
+from .backoff import REDIS_ERRORS
+from .component import Component
 from .fetch import Fetcher
 from .log import logger
 from .stats import Stats
@@ -122,8 +122,13 @@ class Heartbeat:
         self.store.clear(self.identity, processed, failed, drop_index)
 
 
-class HeartbeatThread:
+class HeartbeatThread(Component):
     """Beats every ``interval`` seconds, then hands over to the janitor's periodic duties."""
+
+    name = "djqueue-heartbeat"
+    what = "heartbeat"
+    #: After a bug the next beat comes at its time.
+    after_bug = 0.0
 
     def __init__(
         self,
@@ -134,45 +139,27 @@ class HeartbeatThread:
     ) -> None:
         self.heartbeat = heartbeat
         self.interval = interval
+        self.backoff_cap = interval
         self.on_signal = on_signal
         self.after_beat = after_beat
-        self.stop_event = threading.Event()
-        self.wake = threading.Event()
-        self.thread = threading.Thread(target=self.run, name="djqueue-heartbeat", daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.wake.set()
-        self.thread.join(10)
+        super().__init__()
 
     def beat_now(self) -> None:
         """Beat at once (after going quiet, so the UI shows it without waiting)."""
-        self.wake.set()
+        self.wake_up()
 
-    def run(self) -> None:
-        backoff = Backoff("heartbeat", self.stop_event, cap=self.interval)
-        while not self.stop_event.is_set():
-            self.wake.wait(self.interval)
-            self.wake.clear()
-            if self.stop_event.is_set():
-                return
-            try:
-                signal = self.heartbeat.beat()
-            except REDIS_ERRORS as exc:
-                backoff.failed(exc)
-                continue
-            except Exception:
-                logger.exception("heartbeat failed; trying again next beat")
-                continue
-            backoff.reset()
-            if signal:
-                self.on_signal(signal)
-            try:
-                self.after_beat()
-            except REDIS_ERRORS as exc:
-                backoff.failed(exc)
-            except Exception:
-                logger.exception("janitor failed; trying again next beat")
+    def tick(self) -> float:
+        self.sleep(self.interval)
+        if self.stop_event.is_set():
+            return 0.0
+        signal = self.heartbeat.beat()
+        self.backoff.reset()
+        if signal:
+            self.on_signal(signal)
+        try:
+            self.after_beat()
+        except REDIS_ERRORS as exc:
+            self.backoff.failed(exc)
+        except Exception:
+            logger.exception("janitor failed; trying again next beat")
+        return 0.0

@@ -1,6 +1,6 @@
-"""Processor steps that report on each job: the log lines and the signals.
+"""Runtime steps that report on each job: the log lines and the signals.
 
-Both are steps in the processor's chain (``step(unit, payload, inner)``), outside the retry
+Both are runtime steps (`djqueue.pipeline`), outside the retry
 decision and inside nothing else, so they see every attempt exactly once.
 """
 
@@ -10,7 +10,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
@@ -33,12 +33,16 @@ _threads = threading.local()
 
 
 def _template() -> None:
-    """Give the calling processor thread its template record (once).
-
-    The event loop thread of ``async def`` jobs gets none: each of its records must name the
-    task that logged it, so its lines are made the usual way."""
+    """Give the calling thread its template record (once), unless it runs many jobs at once
+    (`no_template`)."""
     if not hasattr(_threads, "template"):
         _threads.template = logger.makeRecord(logger.name, logging.INFO, __file__, 0, "", (), None)
+
+
+def no_template() -> None:
+    """The calling thread makes its job lines the usual way: the event loop's thread, whose
+    records must each name the task (the job) that logged it."""
+    _threads.template = None
 
 
 def _info(message: str, elapsed: float | None = None) -> None:
@@ -69,7 +73,7 @@ def _info(message: str, elapsed: float | None = None) -> None:
 class JobLogger:
     """``start``, then ``done: 0.012 sec`` or ``fail: 0.010 sec`` plus the error, per job."""
 
-    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
+    def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None]:
         token = bind_job(payload)
         info = logger.isEnabledFor(logging.INFO)
         try:
@@ -78,27 +82,7 @@ class JobLogger:
                 _info("start")
             started = time.perf_counter()
             try:
-                inner(unit, payload)
-            except BaseException as exc:
-                self.failed(exc, started, info)
-                raise
-            if info:
-                self.done(started)
-        finally:
-            job_context.reset(token)
-
-    async def acall(
-        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
-    ) -> None:
-        """`__call__` for an ``async def`` job."""
-        token = bind_job(payload)
-        info = logger.isEnabledFor(logging.INFO)
-        try:
-            if info:
-                _info("start")
-            started = time.perf_counter()
-            try:
-                await inner(unit, payload)
+                yield
             except BaseException as exc:
                 self.failed(exc, started, info)
                 raise
@@ -129,22 +113,10 @@ class JobLogger:
 class JobSignals:
     """Sends ``job_started``, then ``job_succeeded`` or ``job_failed`` (djqueue.signals)."""
 
-    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
+    def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None]:
         started = self.started(payload)
         try:
-            inner(unit, payload)
-        except BaseException as exc:
-            self.failed(payload, exc, started)
-            raise
-        self.succeeded(payload, started)
-
-    async def acall(
-        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
-    ) -> None:
-        """`__call__` for an ``async def`` job."""
-        started = self.started(payload)
-        try:
-            await inner(unit, payload)
+            yield
         except BaseException as exc:
             self.failed(payload, exc, started)
             raise

@@ -235,8 +235,8 @@ class Launcher:
             return
         logger.info("quiet: finishing running jobs, fetching no more")
         self.manager.quiet()
-        self.poller.stop_event.set()
-        self.cron_poller.stop_event.set()
+        self.poller.halt()
+        self.cron_poller.halt()
         self.beats.beat_now()
 
     def stop(self) -> None:

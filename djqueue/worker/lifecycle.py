@@ -14,7 +14,7 @@ it returned or raised, and is not retried.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterator
 from typing import Any
 
 from .. import retry, running
@@ -24,38 +24,23 @@ from .log import logger
 
 
 class Lifecycle:
-    """Processor step, innermost: ``step(unit, payload, inner)``; returns nothing."""
+    """Runtime step, innermost (`djqueue.pipeline`); the job's return value is the one the
+    runtime keeps on its unit (`Unit.result`)."""
 
-    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
+    def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None] | None:
         if "retention" not in payload:
-            inner(unit, payload)
-            return
+            return None
+        return self.track(unit, payload)
+
+    def track(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None]:
         jid = payload.get("jid")
         try:
             try:
-                value = inner(unit, payload)
+                yield
             except JOB_ERRORS as exc:
                 self.raised(unit, jid, exc)
                 return
-            self.returned(unit, payload, jid, value)
-        finally:
-            running.forget(jid)
-
-    async def acall(
-        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
-    ) -> None:
-        """`__call__` for an ``async def`` job."""
-        if "retention" not in payload:
-            await inner(unit, payload)
-            return
-        jid = payload.get("jid")
-        try:
-            try:
-                value = await inner(unit, payload)
-            except JOB_ERRORS as exc:
-                self.raised(unit, jid, exc)
-                return
-            self.returned(unit, payload, jid, value)
+            self.returned(unit, payload, jid, unit.result)
         finally:
             running.forget(jid)
 

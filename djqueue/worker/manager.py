@@ -16,7 +16,7 @@ from typing import Any
 from ..config import Settings
 from ..store import JobStore
 from . import around
-from .aio import AsyncRunner, AsyncStep, acompose
+from .aio import AsyncRunner
 from .backoff import REDIS_ERRORS
 from .buffer import JobBuffer
 from .fetch import Fetcher
@@ -25,8 +25,10 @@ from .job_retry import JobRetry
 from .lifecycle import Lifecycle
 from .log import logger
 from .memory import MemoryLimit
-from .processor import Processor, Step, compose
+from .processor import Processor
 from .recovery import RecoveryGuard
+from .runtime import Runtime
+from .settle import Settle
 from .stats import Stats
 
 
@@ -47,29 +49,25 @@ class Manager:
         self.quieting = threading.Event()
         #: Set when shutdown has pushed unfinished jobs back: stop retrying Redis writes.
         self.hard_stop = threading.Event()
-        self.retry = JobRetry(jobs, fetcher, settings, self.hard_stop)
-        # Outermost first: the retry decision sees what the others already reported.
-        # A framework's contexts (`djqueue.worker.around`) go around everything.
-        outer = [step] if (step := around.step()) is not None else []
-        steps: list[Step] = [self.retry, JobLogger(), JobSignals(), stats, Lifecycle()]
-        if memory is not None:
-            steps.insert(0, memory)
-        self.handler = compose([*outer, *steps])
-        #: For jobs pushed back after a crash (`djqueue.worker.recovery`); the others skip
-        #: the extra step.
+        #: Where every failed job is settled (retry, drop, dead set).
+        self.settle = Settle(jobs, fetcher, settings, stats, self.hard_stop)
+        # Outermost first: the retry decision sees what the others already reported. The
+        # user's and a framework's steps (`djqueue.worker.around`) go around everything, then
+        # the recovery guard (which passes jobs that were not pushed back after a crash).
         guard = RecoveryGuard(
-            fetcher.lists, self.retry, stats, self.hard_stop, self.buffer, self.jobs_running
+            fetcher.lists, self.settle, self.hard_stop, self.buffer, self.jobs_running
         )
-        self.recovered_handler = compose([*outer, guard, *steps])
-        # The same steps as coroutines, for ``async def`` jobs on the event loop.
-        aouter = [step] if (step := around.astep()) is not None else []
-        asteps: list[AsyncStep] = [getattr(s, "acall") for s in steps]  # noqa: B009
-        self.aio = AsyncRunner(
-            self,
-            settings.async_concurrency,
-            acompose([*aouter, *asteps]),
-            acompose([*aouter, guard.acall, *asteps]),
-        )
+        inner = [JobRetry(self.settle), JobLogger(), JobSignals(), stats, Lifecycle()]
+        #: Every job's steps, the same for thread-run and ``async def`` jobs.
+        self.steps: list[Any] = [
+            *around.steps(),
+            guard,
+            *([memory] if memory is not None else []),
+            *inner,
+        ]
+        #: What processors and the async runner are given (not the manager itself).
+        self.runtime = Runtime(self.buffer, self.steps, self.settle, self.quieting, self.hard_stop)
+        self.aio = AsyncRunner(self.runtime, settings.async_concurrency)
         self.processors: set[Processor] = set()
         self._lock = threading.Lock()
         self._count = 0
@@ -81,29 +79,24 @@ class Manager:
     def _spawn(self) -> None:
         with self._lock:
             self._count += 1
-            processor = Processor(self, self._count)
+            processor = Processor(self.runtime, self._count, self.aio.submit, self.processor_ended)
             self.processors.add(processor)
         processor.start()
 
-    def processor_stopped(self, processor: Processor) -> None:
-        with self._lock:
-            self.processors.discard(processor)
-
-    def processor_died(self, processor: Processor, exc: BaseException) -> None:
-        """Log, settle the job it held, and start a replacement (unless shutting down)."""
+    def processor_ended(self, processor: Processor, exc: BaseException | None) -> None:
+        """A processor left (``exc`` None), or died: then log, settle the job it held, and
+        start a replacement (unless shutting down)."""
+        if exc is None:
+            with self._lock:
+                self.processors.discard(processor)
+            return
         logger.error("processor %d died; starting another", processor.number, exc_info=exc)
         with self._lock:
             self.processors.discard(processor)
         unit = processor.unit
         if unit is not None:
             self.buffer.forget()
-        try:
-            if unit is not None and not unit.acked:
-                # The job was running: record it as failed, so a job that kills its thread
-                # goes through retries to the dead set instead of looping forever.
-                self.retry.failed(unit, exc)
-        except Exception:  # noqa: BLE001 - the job stays in the working list; not lost
-            logger.exception("could not settle the job of processor %d", processor.number)
+        self.settle.crashed(unit, exc, f"the job of processor {processor.number}")
         if not self.quieting.is_set():
             self._spawn()
 

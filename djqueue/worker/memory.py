@@ -9,7 +9,7 @@ the current size comes from ``/proc/self/status``, as the heartbeat reads it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .fetch import Unit
@@ -51,16 +51,8 @@ class MemoryLimit:
         if reason:
             self.exceeded(reason)
 
-    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> Any:
+    def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None]:
         try:
-            return inner(unit, payload)
-        finally:
-            self.check()
-
-    async def acall(
-        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
-    ) -> Any:
-        try:
-            return await inner(unit, payload)
+            yield
         finally:
             self.check()

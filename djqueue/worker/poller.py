@@ -16,7 +16,6 @@ short notice waits at most about one slot, and n idle processes cost Redis what 
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Callable
 
@@ -24,7 +23,7 @@ from ..errors import MalformedJob
 from ..payload import dumps, loads
 from ..retry import malformed_entry
 from ..store import JobStore, Keys
-from .backoff import REDIS_ERRORS, Backoff
+from .component import Component
 from .log import logger
 
 #: Jobs moved per script call; big enough to drain a backlog fast, small enough to keep
@@ -32,7 +31,12 @@ from .log import logger
 BATCH = 100
 
 
-class Poller:
+class Poller(Component):
+    """Moves due jobs from ``schedule`` and ``retry`` to their queues (a runtime thread)."""
+
+    name = "djqueue-poller"
+    what = "poller"
+
     def __init__(
         self,
         store: JobStore,
@@ -47,34 +51,16 @@ class Poller:
         self.interval = interval
         #: () -> (my index k, number of processes n), from the latest heartbeat.
         self.slot = slot
-        self.stop_event = threading.Event()
-        self.thread = threading.Thread(target=self.run, name="djqueue-poller", daemon=True)
+        #: A bug waits a poll interval before the next look.
+        self.after_bug = interval
+        super().__init__()
         #: Due jobs could not move at the last look (reported once, until they can).
         self._stuck = False
 
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.thread.join(10)
-
-    def run(self) -> None:
-        backoff = Backoff("poller", self.stop_event)
-        while not self.stop_event.is_set():
-            try:
-                earliest = self.enqueue_due()
-            except REDIS_ERRORS as exc:
-                backoff.failed(exc)
-                continue
-            except Exception:
-                # A bug must not end scheduling for the life of the process.
-                logger.exception("poller failed; trying again")
-                self.stop_event.wait(self.interval)
-                continue
-            backoff.reset()
-            now = time.time()
-            self.stop_event.wait(max(0.0, self.next_poll(now, earliest) - now))
+    def tick(self) -> float:
+        earliest = self.enqueue_due()
+        now = time.time()
+        return max(0.0, self.next_poll(now, earliest) - now)
 
     def next_poll(self, now: float, earliest: float | None) -> float:
         """When to look next: the start of this process's next slot, or the earliest due time

@@ -1,10 +1,10 @@
 """A processor thread: take a job from the process's buffer, run it through the steps, hand it
 back for acknowledgement, repeat.
 
-The steps around each job (stats, logging, signals, retries) are separate callables composed
-once, Sidekiq's way; the job itself runs through `djqueue.executor.run`, which applies the
-server middleware, so a Django or Flask integration changes how jobs run by adding middleware,
-not by touching this loop.
+The steps around each job (stats, logging, signals, retries) are runtime steps, each written
+once for threads and the event loop (`djqueue.pipeline`); the job itself runs through
+`djqueue.executor.run`, which applies the server middleware, so a Django or Flask integration
+changes how jobs run by adding middleware, not by touching this loop.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import executor, registry
+from .. import executor, pipeline, registry
 from ..errors import MalformedJob
 from ..payload import loads
 from ..running import RunningJob
@@ -22,35 +22,32 @@ from .backoff import REDIS_ERRORS, Backoff, GaveUp
 from .fetch import Unit
 
 if TYPE_CHECKING:
-    from .manager import Manager
+    from .runtime import Runtime
 
-Step = Callable[[Unit, dict[str, Any], Callable[..., Any]], Any]
-Handler = Callable[[Unit, dict[str, Any]], Any]
-
-
-def _run_job(unit: Unit, payload: dict[str, Any]) -> Any:
-    return executor.run(payload, unit.queue)
+#: Hands an ``async def`` job to the event loop; False when the process went quiet first.
+HandOff = Callable[[Unit, dict[str, Any]], bool]
+#: Told when a processor's thread ends: None when it left, else what killed it.
+Ended = Callable[["Processor", BaseException | None], None]
 
 
-def compose(steps: Sequence[Step], final: Handler = _run_job) -> Handler:
-    """``steps[0]`` outermost, ``final`` innermost, built once rather than per job."""
-    handler = final
-    for step in reversed(steps):
+def run(steps: Sequence[Any], unit: Unit, payload: dict[str, Any]) -> None:
+    """Run the job in this thread through the runtime's steps (`Manager.steps`)."""
 
-        def bound(unit: Unit, payload: dict[str, Any], step: Step = step, inner: Handler = handler):
-            return step(unit, payload, inner)
+    def job() -> None:
+        unit.result = executor.run(payload, unit.queue)
 
-        handler = bound
-    return handler
+    pipeline.run(steps, (unit, payload), job)
 
 
 class Processor:
     """One worker thread. Its state is read by the manager (shutdown, death) and the janitor
     (which job is in hand), so it is kept in plain attributes."""
 
-    def __init__(self, manager: Manager, number: int) -> None:
-        self.manager = manager
-        self.buffer = manager.buffer
+    def __init__(self, runtime: Runtime, number: int, hand_off: HandOff, ended: Ended) -> None:
+        self.runtime = runtime
+        self.buffer = runtime.buffer
+        self.hand_off = hand_off
+        self.ended = ended
         self.number = number
         #: The job being run (None between jobs).
         self.unit: Unit | None = None
@@ -67,29 +64,29 @@ class Processor:
         except GaveUp:
             pass
         except BaseException as exc:  # noqa: BLE001 - reported to the manager, which replaces us
-            self.manager.processor_died(self, exc)
+            self.ended(self, exc)
             return
-        self.manager.processor_stopped(self)
+        self.ended(self, None)
 
     def loop(self) -> None:
-        manager = self.manager
+        runtime = self.runtime
         buffer = self.buffer
-        backoff = Backoff(f"processor {self.number}", manager.hard_stop)
+        backoff = Backoff(f"processor {self.number}", runtime.hard_stop)
         while True:
-            if manager.quieting.is_set():
+            if runtime.quieting.is_set():
                 self.leave()
                 return
             try:
                 unit = buffer.next()
             except REDIS_ERRORS as exc:
-                if manager.hard_stop.is_set():
+                if runtime.hard_stop.is_set():
                     return
                 backoff.failed(exc)
                 continue
             backoff.reset()
             if unit is None:
                 continue
-            if manager.quieting.is_set():
+            if runtime.quieting.is_set():
                 buffer.give_back(unit)
                 continue
             self.unit = unit
@@ -106,20 +103,16 @@ class Processor:
             # A dict still, with ``cancelled`` for `djqueue.current_job()` (djqueue.running).
             payload = RunningJob(loads(unit.raw))
         except MalformedJob as exc:
-            self.manager.stats.count(failed=True)
-            self.manager.retry.bury_malformed(unit, exc)
+            self.runtime.settle.malformed(unit, exc)
             return False
         definition = registry.get(payload["class"])
         if getattr(definition, "job_is_async", False):
-            if self.manager.aio.submit(unit, payload):
+            if self.hand_off(unit, payload):
                 self.buffer.handed_off()
             else:
                 self.buffer.give_back(unit)
             return True
-        if unit.recovered:
-            self.manager.recovered_handler(unit, payload)
-        else:
-            self.manager.handler(unit, payload)
+        run(self.runtime.steps, unit, payload)
         return False
 
     def leave(self) -> None:

@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..pipeline import Skip
 from ..store import WorkingLists
 from .backoff import keep_trying
 from .buffer import JobBuffer
 from .fetch import Unit
-from .job_retry import JobRetry
 from .log import logger
-from .stats import Stats
+from .settle import Settle
 
 #: Deaths of its process, running alone, a job may cause before it is buried (the first
 #: death, before it was known as a suspect, included).
@@ -43,8 +42,8 @@ DEATHS = 3
 
 
 class RecoveryGuard:
-    """Processor step, outermost, for recovered jobs only (`Manager.recovered_handler`):
-    counts their starts and buries poison ones.
+    """Runtime step, outermost but for a framework's contexts: for recovered jobs only
+    (the others pass at the cost of a call), counts their starts and buries poison ones.
 
     ``jobs_running()`` is the number of jobs the process runs now (thread processors holding
     one, and jobs on the event loop), the caller included."""
@@ -52,15 +51,13 @@ class RecoveryGuard:
     def __init__(
         self,
         lists: WorkingLists,
-        retry: JobRetry,
-        stats: Stats,
+        settle: Settle,
         stop: threading.Event,
         buffer: JobBuffer,
         jobs_running: Callable[[], int],
     ) -> None:
         self.lists = lists
-        self.retry = retry
-        self.stats = stats
+        self.settle = settle
         self.stop = stop
         self.buffer = buffer
         self.jobs_running = jobs_running
@@ -69,52 +66,31 @@ class RecoveryGuard:
         self._waiting = 0
         self._waiting_lock = threading.Lock()
 
-    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> Any:
+    #: On the event loop, the turn, the wait to run alone and the Redis counts are made in
+    #: a thread, so the loop goes on serving the other jobs (`djqueue.pipeline`).
+    offload: Any = staticmethod(asyncio.to_thread)
+
+    def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None] | None:
         jid = payload.get("jid")
         if not unit.recovered or not isinstance(jid, str):
-            return inner(unit, payload)
-        with self._turn():
-            alone = self.go_alone(jid)
-            try:
-                if self.admit(unit, payload, jid, alone):
-                    return inner(unit, payload)
-                return None
-            finally:
-                self.end(jid, alone)
+            return None
+        return self.guard(unit, payload, jid)
 
-    async def acall(
-        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
-    ) -> Any:
-        """`__call__` for an ``async def`` job: its turn and the wait to run alone are awaited
-        in a thread, so the loop goes on serving the other jobs."""
-        jid = payload.get("jid")
-        if not unit.recovered or not isinstance(jid, str):
-            return await inner(unit, payload)
-        self._waits(1)
-        try:
-            await asyncio.to_thread(self._one_at_a_time.acquire)
-        finally:
-            self._waits(-1)
-        try:
-            alone = await asyncio.to_thread(self.go_alone, jid)
-            try:
-                if self.admit(unit, payload, jid, alone):
-                    return await inner(unit, payload)
-                return None
-            finally:
-                self.end(jid, alone)
-        finally:
-            self._one_at_a_time.release()
-
-    @contextmanager
-    def _turn(self) -> Iterator[None]:
+    def guard(self, unit: Unit, payload: dict[str, Any], jid: str) -> Iterator[None]:
+        """One recovered job at a time; counted, and skipped (buried) when it is poison."""
         self._waits(1)
         try:
             self._one_at_a_time.acquire()
         finally:
             self._waits(-1)
         try:
-            yield
+            alone = self.go_alone(jid)
+            try:
+                if not self.admit(unit, payload, jid, alone):
+                    raise Skip
+                yield
+            finally:
+                self.end(jid, alone)
         finally:
             self._one_at_a_time.release()
 
@@ -169,5 +145,4 @@ class RecoveryGuard:
             payload.get("jid"),
             starts,
         )
-        self.stats.count(failed=True)
-        self.retry.died(unit, payload, starts)
+        self.settle.died(unit, payload, starts)

@@ -9,18 +9,26 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterator
 from typing import Any
 
 from .fetch import Unit
 from .log import tid
 
 
+def _task_ident() -> int | None:
+    """The running task's id on the event loop, which runs many jobs at once (each has a
+    busy-work entry of its own); None in a processor thread (the thread's id is used)."""
+    if asyncio._get_running_loop() is None:
+        return None
+    return id(asyncio.current_task())
+
+
 class Stats:
     """Counts processed and failed jobs and records which thread runs which job.
 
-    Used as a processor step: ``step(unit, payload, inner)``. Every job counts as processed
-    when it ends, and as failed too when it raised, as Sidekiq counts them.
+    Used as a runtime step (`djqueue.pipeline`). Every job counts as processed when it ends,
+    and as failed too when it raised, as Sidekiq counts them.
     """
 
     def __init__(self) -> None:
@@ -32,29 +40,12 @@ class Stats:
         #: tid -> {"queue", "payload" (the job JSON as stored), "run_at" (int epoch s)}
         self.work: dict[str, dict[str, Any]] = {}
 
-    def __call__(self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Any]) -> None:
-        key = tid()
+    def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None]:
+        key = tid(_task_ident())
         self.work[key] = {"queue": unit.queue, "payload": unit.raw, "run_at": int(time.time())}
         failed = False
         try:
-            inner(unit, payload)
-        except BaseException:
-            failed = True
-            raise
-        finally:
-            del self.work[key]
-            self.count(failed)
-
-    async def acall(
-        self, unit: Unit, payload: dict[str, Any], inner: Callable[..., Awaitable[Any]]
-    ) -> None:
-        """`__call__` for an ``async def`` job: its busy-work entry is keyed by its task, not
-        by the loop's thread, which runs many jobs at once."""
-        key = tid(id(asyncio.current_task()))
-        self.work[key] = {"queue": unit.queue, "payload": unit.raw, "run_at": int(time.time())}
-        failed = False
-        try:
-            await inner(unit, payload)
+            yield
         except BaseException:
             failed = True
             raise

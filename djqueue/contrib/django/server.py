@@ -7,11 +7,14 @@ processor threads never share one.
 
 `RequestContext` binds the pushing request's id and user id (`djqueue.context`) and activates
 its language while the job runs.
+
+Both are written once, as generators (`djqueue.pipeline`), for thread-run and ``async def``
+jobs alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -33,52 +36,31 @@ def close_old_connections() -> None:
 
 
 class DatabaseConnections:
-    def __call__(
-        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
-    ) -> Any:
+    #: For ``async def`` jobs, the before and after run where the async ORM runs its queries:
+    #: asgiref's one thread for sync code, whose connections are the ones to close.
+    offload = staticmethod(lambda function, *args: sync_to_async(function)(*args))
+
+    def __call__(self, job: Any, payload: dict[str, Any], queue: str) -> Iterator[None]:
         close_old_connections()
         try:
-            return call_next()
+            yield
         finally:
             close_old_connections()
 
-    async def acall(
-        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
-    ) -> Any:
-        """For ``async def`` jobs: the async ORM runs its queries in asgiref's one thread for
-        sync code, so the connections to close are that thread's."""
-        await sync_to_async(close_old_connections)()
-        try:
-            return await call_next()
-        finally:
-            await sync_to_async(close_old_connections)()
-
 
 class RequestContext:
-    def __call__(
-        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
-    ) -> Any:
-        values = context.carried(payload)
-        if not values:
-            return call_next()
-        with context.bind(**values):
-            language = values.get("language")
-            if isinstance(language, str) and language:
-                with translation.override(language):
-                    return call_next()
-            return call_next()
+    """The values and the language live in context variables (Django's translation state is
+    asgiref's context-aware Local), so an ``async def`` job's task has its own."""
 
-    async def acall(
-        self, job: Any, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]
-    ) -> Any:
-        """For ``async def`` jobs; the values and the language live in context variables
-        (Django's translation state is asgiref's context-aware Local), so per job task."""
+    def __call__(self, job: Any, payload: dict[str, Any], queue: str) -> Iterator[None]:
         values = context.carried(payload)
         if not values:
-            return await call_next()
+            yield
+            return
         with context.bind(**values):
             language = values.get("language")
             if isinstance(language, str) and language:
                 with translation.override(language):
-                    return await call_next()
-            return await call_next()
+                    yield
+            else:
+                yield

@@ -1,0 +1,221 @@
+"""Settling a failed job: the one place that decides where it goes and writes it there.
+
+Every way a job fails ends here: it raised (the retry step), its processor thread died with it
+or the event loop lost it (`Settle.crashed`), its process died running it too often (`died`,
+from the recovery guard), or its payload is not a job (`malformed`). The decision is
+`decide`, in Python, from the retry policy (`djqueue.retry`): retry later, discard (a
+``retry_in`` hook said so), drop (``retry: false``, or ``dead: false`` once the retries are
+used up), or bury in ``dead``. The store only makes each outcome's write atomic, out of the
+working list that holds the job; one condition needs Redis itself, as a cancel request can
+arrive at any moment: a tracked job asked to stop ends cancelled instead of retrying, and the
+retry write refuses (``STOP_ASKED``) rather than decide it.
+
+Until a write gets through the job stays in its working list, so an outage at the wrong
+moment can cause a second run but never a lost job.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
+
+from .. import registry, retry, signals
+from ..config import Settings
+from ..errors import ProcessDied
+from ..payload import dumps, loads
+from ..store import JobStore, StatusStore
+from ..store.jobs import STOP_ASKED
+from .backoff import keep_trying
+from .fetch import Fetcher, Unit
+from .log import logger
+from .stats import Stats
+
+T = TypeVar("T")
+
+
+class Decision(NamedTuple):
+    """Where a failed job goes: ``retry`` (at ``at``), ``discard``, ``drop`` (``why``) or
+    ``bury``; ``exhausted`` when its retries are used up (its hook runs first)."""
+
+    outcome: str
+    at: float = 0.0
+    why: str = ""
+    exhausted: bool = False
+
+
+def decide(
+    payload: dict[str, Any], definition: Any, settings: Settings, exc: BaseException, queue: str
+) -> Decision:
+    """The retry policy applied to a failure; records the failure in ``payload`` (its
+    ``retry_count``, error and times) unless the job is dropped outright."""
+    allowed = retry.max_attempts(payload, settings, definition)
+    if allowed is None:
+        return Decision("drop", why="retry: false")
+    now = time.time()
+    count = retry.record_failure(payload, exc, queue, now)
+    delay = retry.delay_for(definition, count, exc) if count < allowed else retry.KILL
+    if delay == retry.DISCARD:
+        return Decision("discard")
+    if isinstance(delay, float):
+        return Decision("retry", at=now + delay)
+    if payload.get("dead") is False:
+        return Decision("drop", why="retries used up; dead: false", exhausted=True)
+    return Decision("bury", exhausted=True)
+
+
+class Settle:
+    """Writes each failed job's outcome, then marks its unit acknowledged."""
+
+    def __init__(
+        self,
+        jobs: JobStore,
+        fetcher: Fetcher,
+        settings: Settings,
+        stats: Stats,
+        stop: threading.Event,
+    ) -> None:
+        self.jobs = jobs
+        self.fetcher = fetcher
+        self.settings = settings
+        self.stats = stats
+        self.stop = stop
+        self.status = StatusStore(jobs.redis, jobs.keys)
+
+    def failed(self, unit: Unit, exc: BaseException) -> None:
+        """The job raised ``exc``.
+
+        The payload is read again from the stored JSON rather than taken from the running
+        job, so changes a middleware or the job made to its dict do not leak into the retry.
+        """
+        payload = loads(unit.raw)
+        name = payload["class"]
+        definition = registry.get(name)
+        decision = decide(payload, definition, self.settings, exc, unit.queue)
+        if decision.outcome == "retry":
+            self._retry(unit, payload, exc, decision.at)
+        elif decision.outcome == "discard":
+            logger.info("%s %s discarded by its retry_in hook", name, payload.get("jid"))
+            self._write(lambda: self._end(unit, payload, exc, "dead"))
+        else:
+            if decision.exhausted:
+                self._exhausted(payload, definition, exc)
+            if decision.outcome == "drop":
+                self._drop(unit, payload, exc, decision.why)
+            else:
+                self._bury(unit, payload)
+                logger.warning(
+                    "%s %s moved to the dead set after %d retries",
+                    name,
+                    payload.get("jid"),
+                    payload.get("retry_count", 0),
+                )
+                self._dead(payload, exc)
+        unit.acked = True
+
+    def crashed(self, unit: Unit | None, exc: BaseException, what: str) -> None:
+        """Settle the job of a processor thread that died, or one the event loop lost, as
+        failed (so a job that kills its runner goes through retries to the dead set instead
+        of looping), if it was running and not settled yet; ``what`` names it in the log."""
+        try:
+            if unit is not None and not unit.acked:
+                self.failed(unit, exc)
+        except Exception:  # noqa: BLE001 - the job stays in the working list; not lost
+            logger.exception("could not settle %s", what)
+
+    def died(self, unit: Unit, payload: dict[str, Any], deaths: int) -> None:
+        """A poison job: its process died while running it ``deaths`` times. To the dead set
+        with `djqueue.errors.ProcessDied`, whatever its retries, so it is not run again."""
+        error = ProcessDied(
+            f"the worker process died while running this job, {deaths} times, the last "
+            f"{deaths - 1} with no other job running (os._exit, a crash in a C extension, the "
+            f"OOM killer?); it was not run again"
+        )
+        self.stats.count(failed=True)
+        retry.record_failure(payload, error, unit.queue, time.time())
+        self._bury(unit, payload)
+        unit.acked = True
+        self._dead(payload, error)
+
+    def malformed(self, unit: Unit, error: Exception) -> None:
+        """A payload that is not a job: to the dead set (`djqueue.retry.malformed_entry`),
+        out of the working list."""
+        logger.error(
+            "malformed job in queue %s moved to the dead set (%s): %r",
+            unit.queue,
+            error,
+            unit.raw[:200],
+        )
+        self.stats.count(failed=True)
+        now = time.time()
+        member = retry.malformed_entry(unit.raw, unit.queue, str(error), now)
+        self._write(lambda: self.jobs.bury([(unit.raw, member)], now, unit.working, "list"))
+        unit.acked = True
+        if signals.job_dead.receivers:
+            text = unit.raw.decode("utf-8", "replace")
+            signals.job_dead.send(None, payload=None, exception=None, raw=text)
+
+    def _retry(self, unit: Unit, payload: dict[str, Any], exc: BaseException, at: float) -> None:
+        member = dumps(payload)
+        done = self._write(lambda: self.jobs.retry_later(unit.working, unit.raw, member, at))
+        if done == STOP_ASKED:
+            # Asked to stop (djqueue.cancel while it ran), even before its process saw the
+            # request: it ends cancelled, with its error, instead of retrying.
+            self._write(lambda: self._end(unit, payload, exc, "cancelled"))
+        elif done is None:
+            # The retry set's key holds another type (logged by the store): the job is
+            # buried rather than lost or run again and again.
+            self._write(
+                lambda: self.jobs.bury([(unit.raw, member)], time.time(), unit.working, "list")
+            )
+        elif signals.job_retry_scheduled.receivers:
+            signals.job_retry_scheduled.send(
+                payload["class"], payload=payload, exception=exc, retry_at=at
+            )
+
+    def _exhausted(self, payload: dict[str, Any], definition: Any, exc: BaseException) -> None:
+        """The job's ``retries_exhausted`` hook, when its retries are used up."""
+        hook = getattr(definition, "retries_exhausted", None)
+        if hook is not None:
+            try:
+                hook(payload, exc)
+            except Exception:
+                logger.exception("retries_exhausted hook of %s raised", payload["class"])
+
+    def _drop(self, unit: Unit, payload: dict[str, Any], exc: BaseException, why: str) -> None:
+        """Neither retried nor buried: acknowledged, logged, and reported with
+        `djqueue.signals.job_dead` (Sidekiq's death handlers run here too)."""
+        logger.warning(
+            "%s %s failed and is dropped (%s)", payload["class"], payload.get("jid"), why
+        )
+        self._write(lambda: self._end(unit, payload, exc, "dead"))
+        self._dead(payload, exc)
+
+    def _bury(self, unit: Unit, payload: dict[str, Any]) -> None:
+        member = dumps(payload)
+        now = time.time()
+        self._write(lambda: self.jobs.bury([(unit.raw, member)], now, unit.working, "list"))
+
+    @staticmethod
+    def _dead(payload: dict[str, Any], exc: BaseException) -> None:
+        if signals.job_dead.receivers:
+            signals.job_dead.send(payload.get("class"), payload=payload, exception=exc)
+
+    def _end(self, unit: Unit, payload: dict[str, Any], exc: BaseException, state: str) -> None:
+        """Acknowledge a failed job that goes nowhere; a tracked one ends as ``state``, with
+        its error, in the same step."""
+        if "retention" in payload:
+            error = {
+                "error_class": retry.error_class(exc),
+                "error_message": retry.error_message(exc),
+            }
+            self.status.finish(unit.working, unit.raw, state, error)
+        else:
+            self.fetcher.fetch(0, acks=[unit])
+
+    def _write(self, write: Callable[[], T]) -> T:
+        """Run the store's transition until it gets through Redis. Each one takes the job out
+        of the working list only if it is still there, so a second try after a reply lost to a
+        dropped connection does nothing twice."""
+        return keep_trying(write, "recording a failed job", self.stop)
