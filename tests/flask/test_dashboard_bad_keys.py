@@ -39,7 +39,9 @@ def test_a_queue_key_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
     ok.perform_later(1)
     r.set("queue:broken", "x")
     r.sadd("queues", "broken")
-    assert "queue:broken holds a string, not a list" in page(client, "/jobs/queues/broken")
+    broken = page(client, "/jobs/queues/broken")
+    assert "queue:broken holds a string, not a list" in broken
+    assert "Look at it with redis-cli GET queue:broken, then delete or fix it" in broken
     queues = page(client, "/jobs/queues")
     assert "queue:broken holds a string, not a list" in queues and "default" in queues
     dashboard = page(client, "/jobs/")
@@ -52,10 +54,12 @@ def test_a_queue_key_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
 )
 def test_a_job_set_of_the_wrong_type(client: Any, r: redis.Redis, key: str, url: str) -> None:
     r.rpush(key, "x")
-    assert f"{key} holds a list, not a zset" in page(client, f"/jobs/{url}")
-    assert f"{key} holds a list, not a zset" in page(client, f"/jobs/{url}/1-{'a' * 24}")
+    listing = page(client, f"/jobs/{url}")
+    assert f"{key} holds a list, not a sorted set" in listing
+    assert f"redis-cli LRANGE {key} 0 -1," in listing
+    assert f"{key} holds a list, not a sorted set" in page(client, f"/jobs/{url}/1-{'a' * 24}")
     dashboard = page(client, "/jobs/")
-    assert f"{key} holds a list, not a zset" in dashboard
+    assert f"{key} holds a list, not a sorted set" in dashboard
     assert "Processed" in dashboard
 
 
@@ -87,9 +91,9 @@ def test_a_process_hash_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
 
 def test_find_a_job_whose_status_is_bad(client: Any, r: redis.Redis) -> None:
     r.set(f"djqueue:status:{'a' * 24}", "x")
-    assert f"djqueue:status:{'a' * 24} holds a string, not a hash" in page(
-        client, "/jobs/job", jid="a" * 24
-    )
+    found = page(client, "/jobs/job", jid="a" * 24)
+    assert f"djqueue:status:{'a' * 24} holds a string, not a hash" in found
+    assert "redis-cli (TYPE, then GET for a string, LRANGE for a list" in found
     r.hset(f"djqueue:status:{'b' * 24}", mapping={"state": "pending", "attempts": "many"})
     found = page(client, "/jobs/job", jid="b" * 24)
     assert "pending" in found
@@ -115,3 +119,25 @@ def test_a_periodic_job_whose_pushed_job_has_a_bad_status(
     assert f'<tr data-jid="{good}">' in found and f'<tr data-jid="{bad}">' in found
     assert "completed" in found
     assert f"bad key {keys.status(bad)}: it holds a string, not a hash" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("write", "held", "read"),
+    [
+        (
+            lambda r: r.zadd("queue:odd", {"x": 1}),
+            "a sorted set",
+            "ZRANGE queue:odd 0 -1 WITHSCORES",
+        ),
+        (lambda r: r.hset("queue:odd", "x", "1"), "a hash", "HGETALL queue:odd"),
+        (lambda r: r.sadd("queue:odd", "x"), "a set", "SMEMBERS queue:odd"),
+    ],
+)
+def test_the_advice_names_the_read_that_fits(
+    client: Any, r: redis.Redis, write: Any, held: str, read: str
+) -> None:
+    write(r)
+    r.sadd("queues", "odd")
+    found = page(client, "/jobs/queues/odd")
+    assert f"queue:odd holds {held}, not a list" in found
+    assert f"Look at it with redis-cli {read}, then delete or fix it" in found
