@@ -589,7 +589,7 @@ def test_bad_entries_are_shown_as_bad_by_the_listing_the_pages_and_the_command_l
     listing = report.periodic()
     table, bad = listing.split("\n\n")
     header, *lines = table.splitlines()
-    status_at, cron_at = header.index("status"), header.index("cron")
+    status_at, cron_at, queue_at = (header.index(c) for c in ("status", "cron", "queue"))
     for line in lines:
         name = line.split()[0]
         assert ("(bad: not fired by djqueue)" in line) == (name != "good")
@@ -597,6 +597,8 @@ def test_bad_entries_are_shown_as_bad_by_the_listing_the_pages_and_the_command_l
         assert line[status_at:].startswith(shown), line
         cron = "(bad" if name == "nocron" else ("* * * * *" if name == "good" else "")
         assert line[cron_at - 1] == " " and line[cron_at:].startswith(cron), line
+        if name == "string":  # no queue is made up for an entry that is not a hash
+            assert line[queue_at:].startswith("- "), line
     for name, says in BAD.items():
         assert f"  {name}: " in bad and says in bad
     # Actions answer instead of failing; delete removes a bad entry whatever its keys hold.
