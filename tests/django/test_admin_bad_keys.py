@@ -13,6 +13,8 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
+from tests.bad_entries import ODD_QUEUE, assert_advises, write_odd_queue
+
 #: The dashboard reads the outbox's figures from every database that may hold its table.
 pytestmark = pytest.mark.django_db(databases=["default", "other"])
 
@@ -79,23 +81,9 @@ def test_find_a_job_whose_status_is_bad(admin_client: Client, r: redis.Redis) ->
     assert f'djqueue:status:{"b" * 24} has attempts "many", not an integer' in found
 
 
-@pytest.mark.parametrize(
-    ("write", "held", "read"),
-    [
-        (
-            lambda r: r.zadd("queue:odd", {"x": 1}),
-            "a sorted set",
-            "ZRANGE queue:odd 0 -1 WITHSCORES",
-        ),
-        (lambda r: r.hset("queue:odd", "x", "1"), "a hash", "HGETALL queue:odd"),
-        (lambda r: r.sadd("queue:odd", "x"), "a set", "SMEMBERS queue:odd"),
-    ],
-)
+@ODD_QUEUE
 def test_the_advice_names_the_read_that_fits(
     admin_client: Client, r: redis.Redis, write: Any, held: str, read: str
 ) -> None:
-    write(r)
-    r.sadd("queues", "odd")
-    found = page(admin_client, f"{ADMIN}/queue/odd/")
-    assert f"queue:odd holds {held}, not a list" in found
-    assert f"Look at it with redis-cli {read}, then delete or fix it" in found
+    write_odd_queue(r, write)
+    assert_advises(page(admin_client, f"{ADMIN}/queue/odd/"), held, read)

@@ -25,6 +25,7 @@ from djqueue.cron import iso, parse
 from djqueue.schedule import build
 from djqueue.store import Keys
 from djqueue.store.cron import CronStore
+from tests.bad_entries import SKIPPED, assert_bad_periodic, write_bad_periodic
 
 pytestmark = pytest.mark.django_db
 
@@ -317,30 +318,17 @@ def test_bad_entries_are_listed_with_what_is_wrong(admin_client: Client, r: redi
     entry = admin_client.get(f"{PERIODIC}broken/")
     assert entry.status_code == 200
     assert "cron_job:broken is a string, not a hash" in entry.content.decode()
-    r.hset("cron_job:nocron", mapping={"name": "nocron", "klass": "t.fine"})
-    r.hset("cron_job:fine", mapping={"name": "fine", "cron": "* * * * *", "klass": "t.fine"})
-    r.sadd("cron_jobs", "cron_job:nocron", "cron_job:fine")
-    listing = html.unescape(admin_client.get(PERIODIC).content.decode())
-    assert "3 periodic jobs · 1 enabled · 0 disabled · 2 bad" in listing
-    assert listing.count('<span class="djqueue-tag djqueue-bad">bad</span>') == 2
-    row = re.search(r'<tr data-name="broken">.*?</tr>', listing, re.S)[0]
-    assert 'value="delete:broken"' in row and "run_now:" not in row and "able:" not in row
-    assert "(none)" not in row and "queue default" not in row and "next: never" not in row
-    assert "sidekiq-cron" not in row and "enabled" not in row
-    assert 'value="run_now:fine"' in listing and 'value="disable:fine"' in listing
-    page = html.unescape(admin_client.get(f"{PERIODIC}broken/").content.decode())
-    assert "cron_job:broken holds a string, not a hash: delete or fix the key" in page
-    assert "Look at it with redis-cli GET cron_job:broken, then delete or fix it" in page
-    assert 'value="delete"' in page and 'value="run_now"' not in page
-    assert 'value="disable"' not in page and 'value="enable"' not in page
-    assert "Declared in" not in page and "Catch up" not in page and "Message" not in page
-    page = html.unescape(admin_client.get(f"{PERIODIC}nocron/").content.decode())
-    assert "cron_job:nocron cannot be read: no 'cron' field" in page
-    assert "Look at it with redis-cli HGETALL cron_job:nocron, then" in page
+    write_bad_periodic(r)
+    assert_bad_periodic(
+        *(
+            html.unescape(admin_client.get(f"{PERIODIC}{path}").content.decode())
+            for path in ("", "broken/", "nocron/")
+        )
+    )
     form = {"action": "run_now", "_selected_action": ["broken", "fine"]}
     (said,) = messages(admin_client.post(PERIODIC, form, follow=True))
     assert said.startswith("Pushed fine (jid ") and Queue().size == 1
-    assert said.endswith("Skipped broken: djqueue cannot read it, so it can only be deleted.")
+    assert said.endswith(SKIPPED)
     r.delete("cron_jobs")
     r.set("cron_jobs", "oops")
     page = admin_client.get(PERIODIC)

@@ -18,6 +18,7 @@ from djqueue.cron import iso, parse
 from djqueue.schedule import build
 from djqueue.store import Keys
 from djqueue.store.cron import CronStore
+from tests.bad_entries import ODD_QUEUE, assert_advises, write_odd_queue
 from tests.flask import test_dashboard_lifecycle
 
 #: The dashboard open to everyone, as the lifecycle tests mount it.
@@ -121,23 +122,9 @@ def test_a_periodic_job_whose_pushed_job_has_a_bad_status(
     assert f"bad key {keys.status(bad)}: it holds a string, not a hash" in caplog.text
 
 
-@pytest.mark.parametrize(
-    ("write", "held", "read"),
-    [
-        (
-            lambda r: r.zadd("queue:odd", {"x": 1}),
-            "a sorted set",
-            "ZRANGE queue:odd 0 -1 WITHSCORES",
-        ),
-        (lambda r: r.hset("queue:odd", "x", "1"), "a hash", "HGETALL queue:odd"),
-        (lambda r: r.sadd("queue:odd", "x"), "a set", "SMEMBERS queue:odd"),
-    ],
-)
+@ODD_QUEUE
 def test_the_advice_names_the_read_that_fits(
     client: Any, r: redis.Redis, write: Any, held: str, read: str
 ) -> None:
-    write(r)
-    r.sadd("queues", "odd")
-    found = page(client, "/jobs/queues/odd")
-    assert f"queue:odd holds {held}, not a list" in found
-    assert f"Look at it with redis-cli {read}, then delete or fix it" in found
+    write_odd_queue(r, write)
+    assert_advises(page(client, "/jobs/queues/odd"), held, read)
