@@ -59,9 +59,12 @@ class BadKey(DjQueueError):
     value it cannot read (a counter that is not a number). The workers skip or repair such a
     key and go on; a page that must read it shows this message instead of failing."""
 
-    def __init__(self, key: str, problem: str) -> None:
+    def __init__(self, key: str, problem: str, held: str = "") -> None:
         self.key = key
         self.problem = problem
+        #: The Redis type the key holds (as ``TYPE`` names it), or "" when not read: a page
+        #: names the redis-cli read that shows it.
+        self.held = held
         super().__init__(f"{key} {problem}: delete or fix the key")
 
 

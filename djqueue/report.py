@@ -69,14 +69,15 @@ def periodic(settings: Settings | None = None, now: float | None = None) -> str:
         return "no periodic jobs"
     rows = [("name", "status", "cron", "job", "queue", "last run", "next run")]
     for entry in entries:
-        cron = f"{entry.cron} (bad: not fired by djqueue)" if entry.error else entry.cron
+        note = "(bad: not fired by djqueue)" if entry.error else ""
+        cron = " ".join(filter(None, (entry.cron, note)))
         rows.append(
             (
                 entry.name,
                 entry.status,
                 cron,
-                entry.klass,
-                entry.queue,
+                entry.klass or "-",
+                "-" if entry.bad else entry.queue,
                 _when(entry.last_run, seconds_only=True) or "never",
                 _when(entry.next_run(now), seconds_only=True) or "-",
             )

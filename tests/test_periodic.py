@@ -560,15 +560,45 @@ def test_bad_entries_are_shown_as_bad_by_the_listing_the_pages_and_the_command_l
     write_bad_entries(r)
     rows = {row.name: row for row in periodic_list().rows}
     assert rows["good"].error == "" and rows["good"].next_run
+    assert rows["good"].status == "enabled" and rows["good"].actions[0].name == "disable"
+    summary = periodic_list()
+    # An entry whose only fault is a cron text djqueue does not read keeps its status.
+    assert (summary.enabled, summary.disabled, summary.bad) == (2, 0, len(BAD) - 1)
+    assert rows["english"].status == "enabled" and periodic_page("english").banner is None
     for name, says in BAD.items():
         assert says in rows[name].error, name
         assert rows[name].next_run == ""
         page = periodic_page(name)
         assert page is not None and says in page.row.error
+        if name == "english":
+            continue
+        assert rows[name].status == "bad" and not rows[name].enabled
+        assert [a.name for a in rows[name].actions] == ["delete"], name
+        assert [a.name for a in page.actions] == ["delete"]
+        labels = {f.label for f in page.fields}
+        assert not labels & {"Declared in", "Catch up"}, name
+        assert page.banner is not None and f"cron_job:{name} " in page.banner.error
+        assert page.banner.error.endswith(": delete or fix the key")
+    assert periodic_page("string").banner.error.startswith(
+        "cron_job:string holds a string, not a hash"
+    )
+    assert rows["nocron"].cron == "—" and rows["string"].queue == "—"
+    assert rows["string"].job_name == "—"
+    assert "redis-cli GET cron_job:string," in periodic_page("string").banner.advice
+    assert "redis-cli HGETALL cron_job:nocron," in periodic_page("nocron").banner.advice
     listing = report.periodic()
     table, bad = listing.split("\n\n")
-    for line in table.splitlines()[1:]:
-        assert ("(bad: not fired by djqueue)" in line) == (not line.startswith("good "))
+    header, *lines = table.splitlines()
+    status_at, cron_at, queue_at = (header.index(c) for c in ("status", "cron", "queue"))
+    for line in lines:
+        name = line.split()[0]
+        assert ("(bad: not fired by djqueue)" in line) == (name != "good")
+        shown = "enabled" if name in ("good", "english") else "bad "
+        assert line[status_at:].startswith(shown), line
+        cron = "(bad" if name == "nocron" else ("* * * * *" if name == "good" else "")
+        assert line[cron_at - 1] == " " and line[cron_at:].startswith(cron), line
+        if name == "string":  # no queue is made up for an entry that is not a hash
+            assert line[queue_at:].startswith("- "), line
     for name, says in BAD.items():
         assert f"  {name}: " in bad and says in bad
     # Actions answer instead of failing; delete removes a bad entry whatever its keys hold.

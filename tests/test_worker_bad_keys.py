@@ -96,7 +96,7 @@ def test_a_retry_set_of_the_wrong_type_loses_no_failed_job(worker, r, caplog):
     assert jid in r.zrange("dead", 0, -1)[0]
     wait_for(lambda: r.lrange("out", 0, -1) == ["['scheduled']"], what="the scheduled job run")
     found = [m for m in messages(caplog) if "bad key retry" in m]
-    assert len(found) == 1 and "holds a string, not a zset" in found[0], found
+    assert len(found) == 1 and "holds a string, not a sorted set" in found[0], found
 
 
 def test_a_dead_set_of_the_wrong_type_loses_no_job(worker, r, caplog):

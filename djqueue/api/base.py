@@ -61,15 +61,14 @@ class ApiObject:
         try:
             return connection.call(self.settings, fn)
         except redis.exceptions.ResponseError as exc:
-            problem = self.key_type and bad_keys.is_wrong_type(exc) and self._problem()
-            if problem:
-                raise BadKey(self.key, problem) from exc
+            held = self.key_type and bad_keys.is_wrong_type(exc) and self._held()
+            problem = held and bad_keys.kind_problem(held, self.key_type)
+            if held and problem:
+                raise BadKey(self.key, problem, held) from exc
             raise
 
-    def _problem(self) -> str | None:
-        return connection.call(
-            self.settings, lambda: bad_keys.wrong_type(self.redis, self.key, self.key_type)
-        )
+    def _held(self) -> str:
+        return connection.call(self.settings, lambda: bad_keys.held(self.redis, self.key))
 
     def _context(self) -> dict[str, Any]:
         """Keyword arguments that build a sibling object on the same settings and client."""

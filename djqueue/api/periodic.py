@@ -25,6 +25,9 @@ from ..store import StatusStore
 from ..store.cron import FIRED, CronStore, StoredEntry
 from .base import ApiObject
 
+#: The status of an entry djqueue cannot read.
+BAD = "bad"
+
 
 class PeriodicJob(ApiObject):
     """One entry of ``cron_jobs``. ``fields`` is its hash as read; nothing is read again until
@@ -34,6 +37,8 @@ class PeriodicJob(ApiObject):
         super().__init__(**context)
         self.name = name
         self.fields = stored.fields
+        #: What the entry's key holds (as ``TYPE`` names it): a hash unless it went bad.
+        self.held = stored.held
         self.cron_store = CronStore(self.redis, self.keys)
         self.cron: str = self.fields.get("cron", "")
         #: The parsed schedule, or None when the text is not one djqueue reads.
@@ -42,6 +47,10 @@ class PeriodicJob(ApiObject):
         #: that does not parse, a cron text it cannot read), or ``""``. Such an entry is
         #: listed with the reason and may be deleted, but is never fired by djqueue.
         self.error = stored.problem or self._problem()
+        #: The entry itself cannot be read (a key of the wrong type, a field missing or not
+        #: JSON): its status is ``bad``. One whose only fault is a cron text djqueue does not
+        #: read (sidekiq-cron's Ruby parser may) keeps its status, so it can still be disabled.
+        self.bad = bool(self.error)
         if not self.error:
             try:
                 self.schedule = parse(self.cron)
@@ -77,7 +86,11 @@ class PeriodicJob(ApiObject):
 
     @property
     def status(self) -> str:
-        """``enabled`` or ``disabled`` (sidekiq-cron treats a missing status as enabled)."""
+        """``enabled`` or ``disabled`` (sidekiq-cron treats a missing status as enabled), or
+        ``bad`` for an entry djqueue cannot read (`bad`): its fields say nothing reliable, and
+        it is never fired here, so it is neither."""
+        if self.bad:
+            return BAD
         return self.fields.get("status") or "enabled"
 
     @property

@@ -29,19 +29,37 @@ MEMORY = 1000
 _lock = threading.Lock()
 _logged: dict[str, str] = {}
 
+#: Redis type names as a person reads them, where they differ (``TYPE`` says "zset").
+_TYPE_WORDS = {"zset": "sorted set"}
+
+
+def type_name(kind: str) -> str:
+    """A Redis type (as ``TYPE`` names it) with its article: "a string", "a sorted set"."""
+    return f"a {_TYPE_WORDS.get(kind, kind)}"
+
+
+def kind_problem(kind: str, wanted: str) -> str | None:
+    """What is wrong with a key holding a ``kind`` where a ``wanted`` belongs (both as
+    ``TYPE`` names them): ``"holds a list, not a sorted set"``, or None when it holds one or
+    nothing. The scripts say the same in the same words (``key_is`` in ``lua/bad_keys.lua``)."""
+    return None if kind in (wanted, "none") else f"holds {type_name(kind)}, not {type_name(wanted)}"
+
+
+def held(redis_client: Any, key: str) -> str:
+    """The Redis type ``key`` holds, as ``TYPE`` names it ("none" when absent)."""
+    return text(redis_client.type(key))
+
 
 def wrong_type(redis_client: Any, key: str, wanted: str) -> str | None:
-    """What is wrong with ``key`` when it should hold a ``wanted`` (a Redis type name):
-    ``"holds a string, not a list"``, or None when it holds one or nothing. The scripts say
-    the same in the same words (``key_is`` in ``lua/bad_keys.lua``)."""
-    kind = text(redis_client.type(key))
-    return None if kind in (wanted, "none") else f"holds a {kind}, not a {wanted}"
+    """What is wrong with ``key`` when it should hold a ``wanted`` (a Redis type name), or
+    None when it holds one or nothing (`kind_problem`)."""
+    return kind_problem(held(redis_client, key), wanted)
 
 
 def met(redis_client: Any, key: str, wanted: str, doing: str) -> tuple[str, str]:
     """``key`` answered WRONGTYPE where a ``wanted`` belongs: the (key, problem) pair to
     `report`, with what the caller does about it (``doing``: "skipped: ...")."""
-    return key, f"{wrong_type(redis_client, key, wanted) or 'is not a ' + wanted}; {doing}"
+    return key, f"{wrong_type(redis_client, key, wanted) or 'is not ' + type_name(wanted)}; {doing}"
 
 
 def tolerate(

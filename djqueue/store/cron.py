@@ -24,6 +24,7 @@ from typing import Any
 
 import redis
 
+from .bad_keys import type_name
 from .keys import CRON_HISTORY_SIZE, CRON_REMEMBER, Keys
 from .replies import text
 from .scripts import CRON_FIRE, CRON_SAVE, CRON_STATUS
@@ -32,7 +33,6 @@ from .scripts import CRON_FIRE, CRON_SAVE, CRON_STATUS
 FIRED, CLAIMED_BEFORE, DISABLED, GONE = 1, 0, -1, -2
 #: The type each key of an entry must have (or be absent), as ``TYPE`` names it.
 HASH, ZSET, LIST = "hash", "zset", "list"
-_TYPE_NAMES = {"zset": "a sorted set", "hash": "a hash", "list": "a list", "set": "a set"}
 
 
 class BadSchedule(Exception):
@@ -47,12 +47,13 @@ class StoredEntry:
 
     fields: dict[str, str]
     problem: str = ""
+    #: What ``cron_job:NAME`` holds, as ``TYPE`` names it.
+    held: str = HASH
 
 
 def wrong_type(key: str, kind: str, expected: str) -> str:
     """What a key of the wrong type is told as: ``cron_job:x is a string, not a hash``."""
-    found = _TYPE_NAMES.get(kind, f"a {kind}")
-    return f"{key} is {found}, not {_TYPE_NAMES.get(expected, expected)}"
+    return f"{key} is {type_name(kind)}, not {type_name(expected)}"
 
 
 class CronStore:
@@ -124,7 +125,7 @@ class CronStore:
             if found not in (expected, "none")
         ]
         fields = {text(f): text(v) for f, v in raw.items()} if isinstance(raw, dict) else {}
-        return StoredEntry(fields, "; ".join(problems))
+        return StoredEntry(fields, "; ".join(problems), kind)
 
     def history(self, name: str) -> list[dict[str, Any]]:
         """The jid history, newest first; entries that are not JSON objects are skipped, and

@@ -20,13 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..api import PeriodicJob, PeriodicSet
+from ..api.periodic import BAD
 from ..config import Settings, get_settings
 from ..cron import parse_enqueue_time
+from ..store import bad_keys
 from ..store.cron import BadSchedule
 from . import display
 from .actions import Action
 from .forms import Allowed, Form, Outcome, Refused
 from .job import Field
+from .problems import ProblemPage, advice, problem
 
 ENABLE = Action("enable", "Enable", "change", "Enabled", "")
 DISABLE = Action("disable", "Disable", "change", "Disabled", "")
@@ -41,6 +44,8 @@ ERROR_IN_LIST = 80
 #: (a Ruby app's sidekiq-cron, or written by hand).
 DJQUEUE, ELSEWHERE = "djqueue", "sidekiq-cron"
 COMES_BACK = "declared in code or settings, so the next worker to start writes it again"
+#: What a bad entry shows where a readable one has a value: nothing in it can be trusted.
+NONE = "—"
 
 
 @dataclass
@@ -61,11 +66,18 @@ class PeriodicRow:
     args: str
     description: str
     declared: bool
+    #: "djqueue" or "sidekiq-cron"; empty for a bad entry, whose origin is unknown.
     origin: str
     last_run: str
     last_run_exact: str
     next_run: str
     next_run_exact: str
+    #: The buttons its row offers: only Delete for a bad entry (nothing else can act on it).
+    actions: list[Action] = field(default_factory=list)
+
+    @property
+    def bad(self) -> bool:
+        return self.status == BAD
 
     @property
     def error_short(self) -> str:
@@ -79,6 +91,8 @@ class PeriodicList:
     rows: list[PeriodicRow]
     enabled: int
     disabled: int
+    #: Entries djqueue cannot read (status ``bad``), counted apart from the other two.
+    bad: int
     show_args: bool
     actions: list[Action]
     #: Why no entry can be read at all (``cron_jobs`` of the wrong type), or empty.
@@ -108,33 +122,46 @@ class PeriodicPage:
     payload: str
     history: list[Push]
     actions: list[Action] = field(default_factory=lambda: list(ACTIONS))
+    #: For a bad entry: its key, what it holds and what to do, as a bad-key page says them.
+    banner: ProblemPage | None = None
 
 
 def origin(entry: PeriodicJob) -> str:
     return DJQUEUE if entry.declared else ELSEWHERE
 
 
+def row_actions(entry: PeriodicJob) -> list[Action]:
+    """What can be done to an entry: Enable or Disable (whichever changes it), Run now and
+    Delete; only Delete for a bad one, which djqueue can neither fire nor trust."""
+    if entry.bad:
+        return [DELETE]
+    return [DISABLE if entry.enabled else ENABLE, RUN_NOW, DELETE]
+
+
 def periodic_row(entry: PeriodicJob, show_args: bool, now: float) -> PeriodicRow:
     schedule = entry.schedule
     last, upcoming = entry.last_run, entry.next_run(now)
+    bad = entry.bad
+    queue = entry.message.get("queue") if bad else entry.queue
     return PeriodicRow(
         name=entry.name,
         enabled=entry.enabled,
         status=entry.status,
-        cron=entry.cron,
+        cron=entry.cron or NONE,
         schedule=_english(entry),
         zone=schedule.zone_name if schedule else "",
         error=entry.error,
-        job_name=entry.klass or "(none)",
-        queue=entry.queue,
-        args=display.args_text(entry.args, show_args),
+        job_name=entry.klass or NONE,
+        queue=queue if isinstance(queue, str) and queue else NONE,
+        args=display.args_text(entry.args, show_args) if not bad or entry.args else NONE,
         description=entry.description,
         declared=entry.declared,
-        origin=origin(entry),
+        origin="" if bad and not entry.declared else origin(entry),
         last_run=display.relative(last, now),
         last_run_exact=display.timestamp(last),
         next_run=display.relative(upcoming, now),
         next_run_exact=display.timestamp(upcoming),
+        actions=row_actions(entry),
     )
 
 
@@ -154,10 +181,10 @@ def periodic_list(settings: Settings | None = None) -> PeriodicList:
     try:
         entries = PeriodicSet(settings=settings).all()
     except BadSchedule as exc:
-        return PeriodicList([], 0, 0, show_args, list(ACTIONS), problem=str(exc))
+        return PeriodicList([], 0, 0, 0, show_args, list(ACTIONS), problem=str(exc))
     rows = [periodic_row(e, show_args, now) for e in entries]
-    enabled = sum(1 for r in rows if r.enabled)
-    return PeriodicList(rows, enabled, len(rows) - enabled, show_args, list(ACTIONS))
+    enabled, bad = sum(r.enabled for r in rows), sum(r.bad for r in rows)
+    return PeriodicList(rows, enabled, len(rows) - enabled - bad, bad, show_args, list(ACTIONS))
 
 
 def periodic_page(name: str, settings: Settings | None = None) -> PeriodicPage | None:
@@ -182,7 +209,16 @@ def periodic_page(name: str, settings: Settings | None = None) -> PeriodicPage |
         upcoming=upcoming,
         payload=payload or entry.fields.get("message", ""),
         history=_history(entry, now),
+        actions=row.actions,
+        banner=_banner(entry) if row.bad else None,
     )
+
+
+def _banner(entry: PeriodicJob) -> ProblemPage:
+    """A bad entry's page names its key and what it holds, as a bad-key page does."""
+    key = entry.keys.cron_job(entry.name)
+    what = bad_keys.kind_problem(entry.held, "hash") or f"cannot be read: {entry.error}"
+    return ProblemPage(f"Bad key {key}", problem(key, what), advice(key, entry.held))
 
 
 def _wall_time(at: float, zone: dt.tzinfo | None) -> str:
@@ -205,13 +241,16 @@ def _fields(entry: PeriodicJob, row: PeriodicRow) -> list[Field]:
     found += [Field("Job", row.job_name), Field("Queue", row.queue), Field("Arguments", row.args)]
     if row.description:
         found.append(Field("Description", row.description))
-    declared = "djqueue (code or settings)" if row.declared else "elsewhere (sidekiq-cron, Ruby)"
-    found.append(Field("Declared in", declared))
-    found.append(Field("Catch up", "yes" if entry.catch_up else "no: missed ticks are skipped"))
+    if not row.bad:  # a bad entry's origin and catch-up are unknown, not defaults
+        declared = (
+            "djqueue (code or settings)" if row.declared else "elsewhere (sidekiq-cron, Ruby)"
+        )
+        found.append(Field("Declared in", declared))
+        found.append(Field("Catch up", "yes" if entry.catch_up else "no: missed ticks are skipped"))
     if entry.last_run is not None:
         found.append(Field("Last run", f"{row.last_run_exact} ({row.last_run})"))
     else:
-        found.append(Field("Last run", "never"))
+        found.append(Field("Last run", NONE if row.bad else "never"))
     if row.next_run_exact:
         found.append(Field("Next run", f"{row.next_run_exact} ({row.next_run})"))
     else:
@@ -280,11 +319,18 @@ def periodic_action(
     gone = [n for n in names if n not in {e.name for e in entries}]
     if action is DELETE and form.get("confirm") != "yes" and entries:
         return _ask_delete(entries, name)
-    done = _apply(action, entries)
-    text = _done(action, done)
+    bad = [e.name for e in entries if e.bad and action is not DELETE]
+    done = _apply(action, [e for e in entries if e.name not in bad])
+    text = _done(action, done) if done or not bad else ""
+    if bad:
+        text += f" Skipped {', '.join(bad)}: djqueue cannot read {_them(bad)} only be deleted."
     if gone:
         text += f" No longer there: {', '.join(gone)}."
     return Outcome(text.strip(), ok=not gone and len(done) == len(entries))
+
+
+def _them(names: list[str]) -> str:
+    return "it, so it can" if len(names) == 1 else "them, so they can"
 
 
 def _ask_delete(entries: Sequence[PeriodicJob], name: str) -> Outcome:

@@ -10,15 +10,19 @@ dashboard, the queues, the busy page) shows what it can and lists the bad ones a
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from ..errors import BadKey, RedisUnavailable
 
-#: What the reader can do about a bad key, under its name.
-ADVICE = (
-    "Workers skip this key and serve everything else. Look at it with redis-cli (TYPE, then "
-    "GET, LRANGE, HGETALL...), then delete or fix it, and reload this page."
-)
+#: The redis-cli read that shows a key of each type (as ``TYPE`` names it), whole.
+READS = {
+    "string": "GET {key}",
+    "list": "LRANGE {key} 0 -1",
+    "hash": "HGETALL {key}",
+    "set": "SMEMBERS {key}",
+    "zset": "ZRANGE {key} 0 -1 WITHSCORES",
+}
 
 
 @dataclass
@@ -29,9 +33,27 @@ class ProblemPage:
     status: int = 200
 
 
+def advice(key: str, held: str = "") -> str:
+    """What the reader can do about a bad key, under its name: the redis-cli read that fits
+    what it holds (``held``, a ``TYPE`` name), or how to find it when that was not read."""
+    read = READS.get(held)
+    look = (
+        f"redis-cli {read.format(key=shlex.quote(key))}"
+        if read
+        else "redis-cli (TYPE, then GET for a string, LRANGE for a list, HGETALL for a hash, "
+        "SMEMBERS for a set, ZRANGE for a sorted set)"
+    )
+    return (
+        f"Workers skip this key and serve everything else. Look at it with {look}, then delete "
+        "or fix it, and reload this page."
+    )
+
+
 def bad_key_page(error: BadKey) -> ProblemPage:
     """The page answered in place of one whose key holds the wrong type."""
-    return ProblemPage(title=f"Bad key {error.key}", error=str(error), advice=ADVICE)
+    return ProblemPage(
+        title=f"Bad key {error.key}", error=str(error), advice=advice(error.key, error.held)
+    )
 
 
 def unavailable_page(error: RedisUnavailable, setting: str) -> ProblemPage:

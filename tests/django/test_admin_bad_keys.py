@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import html
 import time
+from typing import Any
 
 import pytest
 import redis
 from django.contrib.auth.models import User
 from django.test import Client
+
+from tests.bad_entries import ODD_QUEUE, assert_advises, write_odd_queue
 
 #: The dashboard reads the outbox's figures from every database that may hold its table.
 pytestmark = pytest.mark.django_db(databases=["default", "other"])
@@ -33,7 +36,9 @@ def page(client: Client, url: str, **query: str) -> str:
 def test_a_queue_key_of_the_wrong_type(admin_client: Client, r: redis.Redis) -> None:
     r.set("queue:broken", "x")
     r.sadd("queues", "broken")
-    assert "queue:broken holds a string, not a list" in page(admin_client, f"{ADMIN}/queue/broken/")
+    broken = page(admin_client, f"{ADMIN}/queue/broken/")
+    assert "queue:broken holds a string, not a list" in broken
+    assert "Look at it with redis-cli GET queue:broken, then delete or fix it" in broken
     assert "queue:broken holds a string, not a list" in page(admin_client, f"{ADMIN}/queue/")
     assert "queue:broken holds a string, not a list" in page(admin_client, f"{ADMIN}/dashboard/")
 
@@ -45,9 +50,13 @@ def test_a_job_set_of_the_wrong_type(
     admin_client: Client, r: redis.Redis, key: str, model: str
 ) -> None:
     r.rpush(key, "x")
-    assert f"{key} holds a list, not a zset" in page(admin_client, f"{ADMIN}/{model}/")
-    assert f"{key} holds a list, not a zset" in page(admin_client, f"{ADMIN}/{model}/1-{'a' * 24}/")
-    assert f"{key} holds a list, not a zset" in page(admin_client, f"{ADMIN}/dashboard/")
+    listing = page(admin_client, f"{ADMIN}/{model}/")
+    assert f"{key} holds a list, not a sorted set" in listing
+    assert f"redis-cli LRANGE {key} 0 -1," in listing
+    assert f"{key} holds a list, not a sorted set" in page(
+        admin_client, f"{ADMIN}/{model}/1-{'a' * 24}/"
+    )
+    assert f"{key} holds a list, not a sorted set" in page(admin_client, f"{ADMIN}/dashboard/")
 
 
 def test_counters_and_processes_of_the_wrong_type(admin_client: Client, r: redis.Redis) -> None:
@@ -66,6 +75,15 @@ def test_find_a_job_whose_status_is_bad(admin_client: Client, r: redis.Redis) ->
     r.set(f"djqueue:status:{'a' * 24}", "x")
     found = page(admin_client, f"{ADMIN}/dashboard/job/", jid="a" * 24)
     assert f"djqueue:status:{'a' * 24} holds a string, not a hash" in found
+    assert "redis-cli (TYPE, then GET for a string, LRANGE for a list" in found
     r.hset(f"djqueue:status:{'b' * 24}", mapping={"state": "pending", "attempts": "many"})
     found = page(admin_client, f"{ADMIN}/dashboard/job/", jid="b" * 24)
     assert f'djqueue:status:{"b" * 24} has attempts "many", not an integer' in found
+
+
+@ODD_QUEUE
+def test_the_advice_names_the_read_that_fits(
+    admin_client: Client, r: redis.Redis, write: Any, held: str, read: str
+) -> None:
+    write_odd_queue(r, write)
+    assert_advises(page(admin_client, f"{ADMIN}/queue/odd/"), held, read)

@@ -8,6 +8,7 @@ sidekiq-cron's are written field by field as sidekiq-cron 1.8 writes them.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
@@ -24,6 +25,7 @@ from djqueue.cron import iso, parse
 from djqueue.schedule import build
 from djqueue.store import Keys
 from djqueue.store.cron import CronStore
+from tests.bad_entries import SKIPPED, assert_bad_periodic, write_bad_periodic
 
 pytestmark = pytest.mark.django_db
 
@@ -316,6 +318,17 @@ def test_bad_entries_are_listed_with_what_is_wrong(admin_client: Client, r: redi
     entry = admin_client.get(f"{PERIODIC}broken/")
     assert entry.status_code == 200
     assert "cron_job:broken is a string, not a hash" in entry.content.decode()
+    write_bad_periodic(r)
+    assert_bad_periodic(
+        *(
+            html.unescape(admin_client.get(f"{PERIODIC}{path}").content.decode())
+            for path in ("", "broken/", "nocron/")
+        )
+    )
+    form = {"action": "run_now", "_selected_action": ["broken", "fine"]}
+    (said,) = messages(admin_client.post(PERIODIC, form, follow=True))
+    assert said.startswith("Pushed fine (jid ") and Queue().size == 1
+    assert said.endswith(SKIPPED)
     r.delete("cron_jobs")
     r.set("cron_jobs", "oops")
     page = admin_client.get(PERIODIC)

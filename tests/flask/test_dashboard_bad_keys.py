@@ -18,6 +18,7 @@ from djqueue.cron import iso, parse
 from djqueue.schedule import build
 from djqueue.store import Keys
 from djqueue.store.cron import CronStore
+from tests.bad_entries import ODD_QUEUE, assert_advises, write_odd_queue
 from tests.flask import test_dashboard_lifecycle
 
 #: The dashboard open to everyone, as the lifecycle tests mount it.
@@ -39,7 +40,9 @@ def test_a_queue_key_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
     ok.perform_later(1)
     r.set("queue:broken", "x")
     r.sadd("queues", "broken")
-    assert "queue:broken holds a string, not a list" in page(client, "/jobs/queues/broken")
+    broken = page(client, "/jobs/queues/broken")
+    assert "queue:broken holds a string, not a list" in broken
+    assert "Look at it with redis-cli GET queue:broken, then delete or fix it" in broken
     queues = page(client, "/jobs/queues")
     assert "queue:broken holds a string, not a list" in queues and "default" in queues
     dashboard = page(client, "/jobs/")
@@ -52,10 +55,12 @@ def test_a_queue_key_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
 )
 def test_a_job_set_of_the_wrong_type(client: Any, r: redis.Redis, key: str, url: str) -> None:
     r.rpush(key, "x")
-    assert f"{key} holds a list, not a zset" in page(client, f"/jobs/{url}")
-    assert f"{key} holds a list, not a zset" in page(client, f"/jobs/{url}/1-{'a' * 24}")
+    listing = page(client, f"/jobs/{url}")
+    assert f"{key} holds a list, not a sorted set" in listing
+    assert f"redis-cli LRANGE {key} 0 -1," in listing
+    assert f"{key} holds a list, not a sorted set" in page(client, f"/jobs/{url}/1-{'a' * 24}")
     dashboard = page(client, "/jobs/")
-    assert f"{key} holds a list, not a zset" in dashboard
+    assert f"{key} holds a list, not a sorted set" in dashboard
     assert "Processed" in dashboard
 
 
@@ -87,9 +92,9 @@ def test_a_process_hash_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
 
 def test_find_a_job_whose_status_is_bad(client: Any, r: redis.Redis) -> None:
     r.set(f"djqueue:status:{'a' * 24}", "x")
-    assert f"djqueue:status:{'a' * 24} holds a string, not a hash" in page(
-        client, "/jobs/job", jid="a" * 24
-    )
+    found = page(client, "/jobs/job", jid="a" * 24)
+    assert f"djqueue:status:{'a' * 24} holds a string, not a hash" in found
+    assert "redis-cli (TYPE, then GET for a string, LRANGE for a list" in found
     r.hset(f"djqueue:status:{'b' * 24}", mapping={"state": "pending", "attempts": "many"})
     found = page(client, "/jobs/job", jid="b" * 24)
     assert "pending" in found
@@ -115,3 +120,11 @@ def test_a_periodic_job_whose_pushed_job_has_a_bad_status(
     assert f'<tr data-jid="{good}">' in found and f'<tr data-jid="{bad}">' in found
     assert "completed" in found
     assert f"bad key {keys.status(bad)}: it holds a string, not a hash" in caplog.text
+
+
+@ODD_QUEUE
+def test_the_advice_names_the_read_that_fits(
+    client: Any, r: redis.Redis, write: Any, held: str, read: str
+) -> None:
+    write_odd_queue(r, write)
+    assert_advises(page(client, "/jobs/queues/odd"), held, read)

@@ -4,6 +4,7 @@ schedule and hidden arguments."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
@@ -20,6 +21,7 @@ from djqueue.store import Keys
 from djqueue.store.cron import CronStore
 from flask_djqueue import DjQueue
 from flask_djqueue.dashboard import dashboard_blueprint
+from tests.bad_entries import SKIPPED, assert_bad_periodic, write_bad_periodic
 from tests.flask import test_dashboard
 
 #: The dashboard with the test's auth callback, as the dashboard's own tests mount it.
@@ -178,6 +180,17 @@ def test_bad_entries_are_listed_with_what_is_wrong(client: Any, r: redis.Redis) 
     entry = client.get("/jobs/periodic/broken")
     assert entry.status_code == 200
     assert "cron_job:broken is a string, not a hash" in entry.text
+    write_bad_periodic(r)
+    pages = (client.get(f"/jobs/periodic{path}").text for path in ("", "/broken", "/nocron"))
+    assert_bad_periodic(*(html.unescape(text) for text in pages))
+    form = {
+        "csrf_token": token(client),
+        "action": "run_now",
+        "_selected_action": ["broken", "fine"],
+    }
+    (said,) = flashed(client.post("/jobs/periodic", data=form, follow_redirects=True))
+    assert said.startswith("Pushed fine (jid ") and Queue().size == 1
+    assert said.endswith(SKIPPED)
     r.delete("cron_jobs")
     r.set("cron_jobs", "oops")
     page = client.get("/jobs/periodic")

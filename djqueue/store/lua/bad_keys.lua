@@ -10,6 +10,14 @@ local function bad_key(key, problem)
   bad_keys[#bad_keys + 1] = problem
 end
 
+-- A Redis type (as TYPE names it) with its article, as a person reads it: 'a sorted set'.
+local function type_name(kind)
+  if kind == 'zset' then
+    return 'a sorted set'
+  end
+  return 'a ' .. kind
+end
+
 -- True when KEY holds a WANTED (a Redis type name) or nothing; else it is noted, with what is
 -- done about it (DOING: 'skipped', 'replaced', ...), and false. Its type comes second.
 local function key_is(key, wanted, doing)
@@ -17,7 +25,7 @@ local function key_is(key, wanted, doing)
   if kind == wanted or kind == 'none' then
     return true, kind
   end
-  bad_key(key, 'holds a ' .. kind .. ', not a ' .. wanted .. '; ' .. doing)
+  bad_key(key, 'holds ' .. type_name(kind) .. ', not ' .. type_name(wanted) .. '; ' .. doing)
   return false, kind
 end
 

@@ -21,7 +21,8 @@ local expected = {'hash', 'zset', 'list', 'set', 'list'}
 local function wrong(i)
   local kind = redis.call('TYPE', KEYS[i])['ok']
   if kind ~= expected[i] and kind ~= 'none' then
-    return 'WRONGTYPE ' .. KEYS[i] .. ' is a ' .. kind .. ', not a ' .. expected[i] .. '; nothing was written'
+    return 'WRONGTYPE ' .. KEYS[i] .. ' is ' .. type_name(kind) .. ', not ' .. type_name(expected[i]) ..
+      '; nothing was written'
   end
   return kind == 'none' and 'none' or nil
 end

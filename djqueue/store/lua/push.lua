@@ -18,7 +18,7 @@ local status_prefix = table.remove(ARGV)
 local function check(key, want)
   local kind = redis.call('TYPE', key)['ok']
   if kind ~= 'none' and kind ~= want then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' is a ' .. kind .. ', not a ' .. want ..
+    return redis.error_reply('WRONGTYPE ' .. key .. ' is ' .. type_name(kind) .. ', not ' .. type_name(want) ..
       '; no job was written')
   end
   return nil
