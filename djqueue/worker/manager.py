@@ -113,9 +113,6 @@ class Manager:
         except REDIS_ERRORS:
             pass  # kept for the next try; they are in the working list meanwhile
 
-    def busy(self) -> int:
-        return len(self.stats.work)
-
     def jobs_running(self) -> int:
         """Jobs started and not ended: thread processors holding one, and the event loop's."""
         return self.buffer.running + self.aio.busy()
