@@ -254,6 +254,9 @@ def test_a_job_that_fails_after_it_was_pushed_back_is_not_also_retried(worker, r
     w = worker(concurrency=1)
     wait_for(lambda: r.lrange("log", 0, -1) == ["started"], what="start")
     w.launcher.manager.quiet()  # takes nothing more, so the job stays in its queue
+    # An idle processor's blocking fetch (the async job leaves the thread free) ends with the
+    # quiet; one still waiting would take the job pushed back below.
+    wait_for(lambda: r.info("clients")["blocked_clients"] == 0, what="no fetch waiting")
     keys = Keys(djqueue.get_settings().namespace)
     assert requeue_process(r, keys, w.identity, ["default"], drop_index=False, crashed=True) == 1
     assert djqueue.status(jid).state == "pending"
