@@ -39,6 +39,9 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
     client.flushall()
     client.close()
     bad_keys.forget()  # an empty Redis: no bad key has been met in it yet
+    # The core's tests start from the core's defaults, whatever a framework's app (Django's,
+    # set up by pytest-django before any test) configured.
+    config._framework = None
     djqueue.configure(redis_url=redis_server.url)
     yield redis_server.url
     config._framework = None
