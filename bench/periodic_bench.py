@@ -3,7 +3,7 @@
     python -m bench.periodic_bench                       # 3 workers then 1, 60 s each
     python -m bench.periodic_bench --seconds 120 --workers 3 --compare 1 2
 
-Every worker runs a cron poller, so with 3 workers each tick is tried 3 times: one poller's
+Every worker runs a periodic poller, so with 3 workers each tick is tried 3 times: one poller's
 claim wins and pushes, the others find the tick claimed. That is why the Redis cost is measured
 for 3 workers and again for 1.
 
@@ -56,7 +56,7 @@ NEVER = "0 0 1 1 *"
 ENTRY = "p.tick"
 #: Seconds between the workers' first heartbeats and the window: start-up reads and catch-up.
 SETTLE = 3.0
-#: Commands the claim-and-push script (lua/cron_fire.lua) calls: counted inside EVALSHA's time.
+#: Commands the claim-and-push script (lua/periodic_fire.lua) calls: counted inside EVALSHA's time.
 IN_SCRIPT = frozenset("exists hget zadd zremrangebyscore type lpush sadd hset ltrim".split())
 
 

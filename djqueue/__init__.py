@@ -26,7 +26,7 @@ from .executor import current_job
 from .job import FunctionJob, Job, JobHandle, job
 from .lifecycle import JobRef, JobStatus, aresult, cancel, result, status
 from .middleware import Chain, client_middleware, server_middleware
-from .schedule import periodic
+from .periodic_declaration import periodic
 
 __version__ = "0.1.0"
 

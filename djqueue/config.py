@@ -77,7 +77,8 @@ class Settings:
     #: Show job arguments in the admin and the dashboard; False hides them (personal data).
     web_show_args: bool = True
     #: Periodic jobs declared in settings: name -> {"cron", "class", "args", "queue",
-    #: "timezone", ...} (`djqueue.schedule.from_settings`), for jobs of other codebases too.
+    #: "timezone", ...} (`djqueue.periodic_declaration.from_settings`), for jobs of other
+    #: codebases too.
     periodic: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     #: Options every job gets unless its own say otherwise (Sidekiq's default_job_options).
     default_job_options: Mapping[str, Any] = field(default_factory=dict, hash=False)

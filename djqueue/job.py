@@ -322,8 +322,8 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
     registered name, written as the payload's ``class``; default the dotted path),
     ``retry_queue``, ``backtrace``, ``dead``, ``tags``; ``cron`` (a cron expression, optionally
     ending with a time zone: ``"0 9 * * 1-5 Europe/Paris"``) also runs the job on that
-    schedule, with no arguments (see `djqueue.schedule`); for functions also ``retry_in`` and
-    ``retries_exhausted`` hooks (classes define them as class methods).
+    schedule, with no arguments (see `djqueue.periodic_declaration`); for functions also
+    ``retry_in`` and ``retries_exhausted`` hooks (classes define them as class methods).
     """
     retry_in = options.pop("retry_in", None)
     retries_exhausted = options.pop("retries_exhausted", None)
@@ -352,8 +352,8 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
 
 def _declare_periodic(cron: str, definition: Any) -> None:
     """``cron=`` on a job: a periodic job named after it, with no arguments
-    (`djqueue.schedule.periodic` declares anything richer)."""
-    from .schedule import periodic
+    (`djqueue.periodic_declaration.periodic` declares anything richer)."""
+    from .periodic_declaration import periodic
 
     periodic(cron, definition)
 

@@ -1,7 +1,7 @@
 """A job's options (``queue``, ``retry``, ``retention``...): which exist and what values they
 take. Checked where a job declares them (`djqueue.job`), where a periodic entry does
-(`djqueue.schedule`) and in the ``default_job_options`` setting (`djqueue.setting_table`), so
-this module imports nothing that reads the settings.
+(`djqueue.periodic_declaration`) and in the ``default_job_options`` setting
+(`djqueue.setting_table`), so this module imports nothing that reads the settings.
 """
 
 from __future__ import annotations

@@ -59,11 +59,11 @@ def periodic(settings: Settings | None = None, now: float | None = None) -> str:
     """``djqueue periodic``: every periodic job with its state, schedule, last and next run;
     then, for each bad entry (never fired by djqueue), what is wrong with it."""
     from .api import PeriodicSet
-    from .store.cron import BadSchedule
+    from .store.periodic import BadPeriodicSet
 
     try:
         entries = PeriodicSet(settings=settings).all()
-    except BadSchedule as exc:
+    except BadPeriodicSet as exc:
         return f"no periodic job can be read: {exc}"
     if not entries:
         return "no periodic jobs"

@@ -22,7 +22,7 @@ from typing import Any
 from . import setting_checks as c
 from .errors import ConfigurationError
 from .job_options import _payload_options, check_options
-from .schedule import from_settings
+from .periodic_declaration import from_settings
 
 #: The frameworks an integration setting can belong to.
 DJANGO, FLASK = "django", "flask"

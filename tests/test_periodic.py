@@ -1,6 +1,6 @@
-"""Periodic jobs: declaring them, the schedule in Redis, and the cron poller's decisions.
+"""Periodic jobs: declaring them, the schedule in Redis, and the periodic poller's decisions.
 
-The poller is driven here with chosen times (``CronPoller.poll(now)``) against a real Redis, so
+The poller is driven here with chosen times (``PeriodicPoller.poll(now)``) against a real Redis, so
 catch-up, daylight-saving changes and disabled ticks are checked on the dates that matter
 without waiting for them; tests/test_periodic_workers.py runs real worker processes.
 """
@@ -15,14 +15,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import djqueue
-from djqueue import schedule
+from djqueue import periodic_declaration
 from djqueue.api import PeriodicSet, Queue
 from djqueue.config import get_settings
-from djqueue.cron import CronSchedule, InvalidCron, iso
 from djqueue.errors import ConfigurationError
+from djqueue.periodic_cron import CronExpression, InvalidCron, iso
 from djqueue.store import Keys
-from djqueue.worker.cron_poller import CronPoller
-from djqueue.worker.cron_sync import sync
+from djqueue.worker.periodic_poller import PeriodicPoller
+from djqueue.worker.periodic_sync import sync
 
 NEW_YORK = ZoneInfo("America/New_York")
 PARIS = ZoneInfo("Europe/Paris")
@@ -36,13 +36,13 @@ def local(epoch: float, tz=NEW_YORK) -> str:
     return dt.datetime.fromtimestamp(epoch, tz).isoformat()
 
 
-def declare(cron, job="t.record", **options) -> schedule.Periodic:
+def declare(cron, job="t.record", **options) -> periodic_declaration.Periodic:
     options.setdefault("name", "every")
-    return schedule.build(cron=cron, job=job, **options)
+    return periodic_declaration.build(cron=cron, job=job, **options)
 
 
-def poller(r, reload: float = 10.0) -> CronPoller:
-    return CronPoller(get_settings(), r, reload=reload)
+def poller(r, reload: float = 10.0) -> PeriodicPoller:
+    return PeriodicPoller(get_settings(), r, reload=reload)
 
 
 def pushed(queue="default") -> list[dict]:
@@ -53,20 +53,20 @@ def pushed(queue="default") -> list[dict]:
 
 
 def test_five_fields_six_with_seconds_first_a_zone_and_the_shorthands():
-    assert CronSchedule("*/5 * * * *").next(at(2027, 1, 1, 10, 2)) == at(2027, 1, 1, 10, 5)
-    every_ten_seconds = CronSchedule("*/10 * * * * *")
+    assert CronExpression("*/5 * * * *").next(at(2027, 1, 1, 10, 2)) == at(2027, 1, 1, 10, 5)
+    every_ten_seconds = CronExpression("*/10 * * * * *")
     assert every_ten_seconds.has_seconds
     assert every_ten_seconds.next(at(2027, 1, 1, 10, 2, 3)) == at(2027, 1, 1, 10, 2, 10)
-    paris = CronSchedule("0 9 * * 1-5 Europe/Paris")
+    paris = CronExpression("0 9 * * 1-5 Europe/Paris")
     assert paris.zone_name == "Europe/Paris"
     # Friday 2027-01-01 09:00 in Paris is 08:00 UTC; the next is Monday the 4th.
     assert paris.previous(at(2027, 1, 1, 12)) == at(2027, 1, 1, 8)
     assert paris.next(at(2027, 1, 1, 12)) == at(2027, 1, 4, 8)
-    assert CronSchedule("@hourly").next(at(2027, 1, 1, 10, 2)) == at(2027, 1, 1, 11)
-    assert CronSchedule("@daily America/New_York").next(at(2027, 1, 1, 12)) == at(2027, 1, 2, 5)
+    assert CronExpression("@hourly").next(at(2027, 1, 1, 10, 2)) == at(2027, 1, 1, 11)
+    assert CronExpression("@daily America/New_York").next(at(2027, 1, 1, 12)) == at(2027, 1, 2, 5)
     # A tick exactly at `at` is the previous one, not the next.
-    assert CronSchedule("0 * * * *").previous(at(2027, 1, 1, 10)) == at(2027, 1, 1, 10)
-    assert CronSchedule("0 * * * *").next(at(2027, 1, 1, 10)) == at(2027, 1, 1, 11)
+    assert CronExpression("0 * * * *").previous(at(2027, 1, 1, 10)) == at(2027, 1, 1, 10)
+    assert CronExpression("0 * * * *").next(at(2027, 1, 1, 10)) == at(2027, 1, 1, 11)
 
 
 @pytest.mark.parametrize(
@@ -81,20 +81,20 @@ def test_five_fields_six_with_seconds_first_a_zone_and_the_shorthands():
 )
 def test_a_bad_expression_says_what_is_wrong(text, says):
     with pytest.raises(InvalidCron, match=says):
-        CronSchedule(text)
+        CronExpression(text)
 
 
 def test_spring_forward_moves_a_skipped_tick_to_the_change_and_fall_back_runs_it_once():
     # 2027-03-14: New York's clocks go from 02:00 to 03:00; 02:30 does not exist that day.
-    daily_0230 = CronSchedule("30 2 * * * America/New_York")
+    daily_0230 = CronExpression("30 2 * * * America/New_York")
     ticks = daily_0230.upcoming(at(2027, 3, 13, 12, tz=NEW_YORK), 2)
     assert [local(t) for t in ticks] == ["2027-03-14T03:00:00-04:00", "2027-03-15T02:30:00-04:00"]
     # 2027-11-07: clocks go from 02:00 back to 01:00; 01:30 happens twice, the job runs once.
-    daily_0130 = CronSchedule("30 1 * * * America/New_York")
+    daily_0130 = CronExpression("30 1 * * * America/New_York")
     ticks = daily_0130.upcoming(at(2027, 11, 6, 12, tz=NEW_YORK), 2)
     assert [local(t) for t in ticks] == ["2027-11-07T01:30:00-04:00", "2027-11-08T01:30:00-05:00"]
     # A wildcard hour keeps real time: every 30 minutes through the repeated hour.
-    half_hourly = CronSchedule("*/30 * * * * America/New_York")
+    half_hourly = CronExpression("*/30 * * * * America/New_York")
     ticks = half_hourly.upcoming(at(2027, 11, 7, 0, 50, tz=NEW_YORK), 4)
     assert [t - ticks[0] for t in ticks] == [0, 1800, 3600, 5400]
 
@@ -225,7 +225,7 @@ def test_job_cron_declares_a_periodic_job_named_after_it(redis_url):
         pass
 
     try:
-        (entry,) = [e for e in schedule.declared() if e.name == "t.nightly"]
+        (entry,) = [e for e in periodic_declaration.declared() if e.name == "t.nightly"]
         assert entry.cron == "0 3 * * * Europe/Paris"
         assert entry.message() == {
             "retry": 3,
@@ -234,7 +234,7 @@ def test_job_cron_declares_a_periodic_job_named_after_it(redis_url):
             "queue": "reports",
         }
     finally:
-        schedule.forget("t.nightly")
+        periodic_declaration.forget("t.nightly")
         djqueue.registry.unregister("t.nightly")
 
 
@@ -244,11 +244,11 @@ def test_periodic_registration_takes_args_a_zone_and_a_name(redis_url):
     )
     try:
         assert entry.cron == "0 9 * * 1-5 America/New_York"
-        assert entry in schedule.declared()
+        assert entry in periodic_declaration.declared()
         with pytest.raises(ValueError, match="declared twice"):
             djqueue.periodic("0 10 * * *", "Billing::Run", name="billing")
     finally:
-        schedule.forget("billing")
+        periodic_declaration.forget("billing")
 
 
 @pytest.mark.parametrize(
@@ -271,7 +271,7 @@ def test_settings_entries_are_declared_beside_the_codes(redis_url, r):
     settings = get_settings().replace(
         periodic={"ruby-report": {"cron": "*/5 * * * *", "class": "ReportWorker", "retry": 2}}
     )
-    (entry,) = schedule.declared(settings.periodic)
+    (entry,) = periodic_declaration.declared(settings.periodic)
     assert entry.message() == {"retry": 2, "class": "ReportWorker", "args": [], "queue": "default"}
 
 
@@ -318,7 +318,7 @@ def test_a_worker_lists_its_periodic_jobs_in_its_heartbeat(redis_url, r, worker)
         assert info["periodic"] == ["listed"]
         assert PeriodicSet().find("listed").declared
     finally:
-        schedule.forget("listed")
+        periodic_declaration.forget("listed")
 
 
 def test_the_stored_entry_is_sidekiq_crons(redis_url, r):
@@ -431,10 +431,10 @@ def test_a_job_class_declares_its_schedule_too(redis_url):
             pass
 
     try:
-        (entry,) = [e for e in schedule.declared() if e.name == "t.class-nightly"]
+        (entry,) = [e for e in periodic_declaration.declared() if e.name == "t.class-nightly"]
         assert entry.cron == "@daily" and entry.job == "t.class-nightly"
     finally:
-        schedule.forget("t.class-nightly")
+        periodic_declaration.forget("t.class-nightly")
         djqueue.registry.unregister("t.class-nightly")
 
 
@@ -462,7 +462,7 @@ def test_a_tick_whose_push_met_a_redis_outage_is_tried_again(tmp_path):
         settings = Settings(redis_url=server.url)
         client = server.client(decode_responses=True)
         sync([declare("0 * * * *")], settings, client)
-        cron = CronPoller(settings, server.client(socket_timeout=1), reload=3600)
+        cron = PeriodicPoller(settings, server.client(socket_timeout=1), reload=3600)
         cron.poll(at(2027, 1, 1, 10, 0, 5))  # catches up 10:00
         server.stop()
         with pytest.raises(Exception):  # noqa: B017 - the outage, however redis-py words it
@@ -643,7 +643,7 @@ def test_a_declared_entry_gone_bad_under_a_running_poller_is_repaired_at_its_nex
 ):
     declared = [declare("* * * * *")]
     sync(declared, get_settings(), r)
-    cron = CronPoller(get_settings(), r, declarations=declared)
+    cron = PeriodicPoller(get_settings(), r, declarations=declared)
     cron.poll(at(2027, 1, 1, 10, 0, 1))
     r.delete("cron_job:every")
     r.set("cron_job:every", "oops")
@@ -660,7 +660,7 @@ def test_a_cron_jobs_key_of_the_wrong_type_is_reported_once_and_stops_nothing(re
 
     r.set("cron_jobs", "oops")
     declared = [declare("* * * * *")]
-    cron = CronPoller(get_settings(), r, declarations=declared)
+    cron = PeriodicPoller(get_settings(), r, declarations=declared)
     cron.declare()
     for minute in range(3):
         cron.poll(at(2027, 1, 1, 10, minute, 1))

@@ -29,8 +29,8 @@ import pytest
 
 from djqueue.api import PeriodicSet
 from djqueue.config import get_settings
-from djqueue.cron import CronSchedule
-from djqueue.worker.cron_poller import CronPoller
+from djqueue.periodic_cron import CronExpression
+from djqueue.worker.periodic_poller import PeriodicPoller
 
 from .sidekiq_support import require_sidekiq_cron, ruby, sidekiq_process
 from .worker_support import wait_for
@@ -170,14 +170,14 @@ HOURLY = "0 * * * *"
 
 
 def next_hour() -> float:
-    return CronSchedule(HOURLY).next(time.time())
+    return CronExpression(HOURLY).next(time.time())
 
 
 def test_a_tick_ruby_pushed_is_not_pushed_again_by_djqueue(redis_url, r):
     assert json.loads(ruby(redis_url, "cron_load.rb", "hourly", HOURLY, "p.tick", "default")) == {}
     tick = next_hour()
     assert ruby(redis_url, "cron_tick.rb", "hourly", repr(tick + 30)) == "pushed"
-    CronPoller(get_settings(), r).poll(tick + 30)
+    PeriodicPoller(get_settings(), r).poll(tick + 30)
     assert r.llen("queue:default") == 1
 
 
@@ -186,5 +186,5 @@ def test_a_ruby_entrys_tick_missed_by_more_than_a_minute_is_not_fired_by_djqueue
     late = next_hour() + 300
     # sidekiq-cron's own rule: five minutes after the tick, it is not pushed.
     assert ruby(redis_url, "cron_tick.rb", "hourly", repr(late)) == "skipped"
-    CronPoller(get_settings(), r).poll(late)
+    PeriodicPoller(get_settings(), r).poll(late)
     assert r.llen("queue:default") == 0

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from djqueue.cron import CronSchedule
+from djqueue.periodic_cron import CronExpression
 
 from .worker_support import wait_for
 
@@ -74,7 +74,7 @@ def test_a_worker_back_after_a_gap_runs_the_latest_missed_tick_once(
     spawn, redis_url, r, monkeypatch
 ):
     monkeypatch.setenv("DJQ_TEST_CRON", "*/2 * * * * *")  # every two seconds
-    every_two = CronSchedule("*/2 * * * * *")
+    every_two = CronExpression("*/2 * * * * *")
     first = spawn(redis_url, "-r", "tests.periodic_jobs")
     wait_for(lambda: r.llen("ticks") >= 2, what="two ticks")
     first.send(signal.SIGTERM)

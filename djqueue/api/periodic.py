@@ -1,7 +1,7 @@
 """Periodic jobs as Redis has them: read, enable, disable, run now, delete.
 
 Entries come from djqueue's declarations and from a Ruby app's sidekiq-cron alike; both are
-read from sidekiq-cron's layout (`djqueue.store.cron`)::
+read from sidekiq-cron's layout (`djqueue.store.periodic`)::
 
     from djqueue.api import PeriodicSet
 
@@ -18,11 +18,18 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..client import Client, Landing, announce
-from ..cron import CronSchedule, InvalidCron, enqueue_time, iso, parse, parse_enqueue_time
 from ..payload import Payload, encode, normalize
-from ..schedule import SOURCE
+from ..periodic_cron import (
+    CronExpression,
+    InvalidCron,
+    enqueue_time,
+    iso,
+    parse,
+    parse_enqueue_time,
+)
+from ..periodic_declaration import SOURCE
 from ..store import StatusStore
-from ..store.cron import FIRED, CronStore, StoredEntry
+from ..store.periodic import FIRED, PeriodicStore, StoredEntry
 from .base import ApiObject
 
 #: The status of an entry djqueue cannot read.
@@ -39,10 +46,10 @@ class PeriodicJob(ApiObject):
         self.fields = stored.fields
         #: What the entry's key holds (as ``TYPE`` names it): a hash unless it went bad.
         self.held = stored.held
-        self.cron_store = CronStore(self.redis, self.keys)
+        self.periodic_store = PeriodicStore(self.redis, self.keys)
         self.cron: str = self.fields.get("cron", "")
         #: The parsed schedule, or None when the text is not one djqueue reads.
-        self.schedule: CronSchedule | None = None
+        self.schedule: CronExpression | None = None
         #: Why djqueue cannot fire this entry (a key of the wrong type, a missing field, JSON
         #: that does not parse, a cron text it cannot read), or ``""``. Such an entry is
         #: listed with the reason and may be deleted, but is never fired by djqueue.
@@ -159,7 +166,7 @@ class PeriodicJob(ApiObject):
 
     def history(self) -> list[dict[str, Any]]:
         """The last pushes, newest first: ``{"jid", "enqueued"}`` as sidekiq-cron keeps them."""
-        return self._call(lambda: self.cron_store.history(self.name))
+        return self._call(lambda: self.periodic_store.history(self.name))
 
     def states(self, jids: Sequence[str]) -> list[str]:
         """The tracked state of each of these jobs (from `history`), one round trip for all;
@@ -175,7 +182,7 @@ class PeriodicJob(ApiObject):
         return self._set(False)
 
     def _set(self, enabled: bool) -> bool:
-        done = self._call(lambda: self.cron_store.set_status(self.name, enabled))
+        done = self._call(lambda: self.periodic_store.set_status(self.name, enabled))
         if done:
             self.fields["status"] = "enabled" if enabled else "disabled"
         return done
@@ -190,7 +197,7 @@ class PeriodicJob(ApiObject):
 
     def delete(self) -> bool:
         """Remove it from Redis; a job declared in code comes back at the next worker start."""
-        return self._call(lambda: self.cron_store.delete(self.name))
+        return self._call(lambda: self.periodic_store.delete(self.name))
 
     def fire(self, tick: float | None, clock: Callable[[], float]) -> str | None:
         """Push the job for ``tick`` (epoch) unless another poller claimed it first, or now
@@ -198,7 +205,7 @@ class PeriodicJob(ApiObject):
         (``last_enqueue_time``, the payload's ``enqueued_at``): Redis's, so that a host whose
         clock is off never writes a last run that hides the next ticks. The job is pushed as
         any other (`djqueue.client.Client.send`), landing through the store's claim-and-push
-        (``lua/cron_fire.lua``, `_Tick`). Returns the jid pushed, else None."""
+        (``lua/periodic_fire.lua``, `_Tick`). Returns the jid pushed, else None."""
         now = clock()
         client = Client(self.settings, self.redis)
         payload = normalize(
@@ -260,7 +267,7 @@ class _Tick(Landing):
         payload["enqueued_at"] = self.clock()
         text = encode(payload, limit)
         outcome = entry._call(
-            lambda: entry.cron_store.fire(
+            lambda: entry.periodic_store.fire(
                 entry.name,
                 payload["queue"],
                 text,
@@ -277,7 +284,7 @@ class _Tick(Landing):
 def redis_clock(api: ApiObject) -> Callable[[], float]:
     """Redis's clock (``TIME``, one round trip), running on from there by this host's
     monotonic clock: what periodic decisions and runs are timed by, whatever the host's
-    wall clock says (`djqueue.worker.cron_poller`)."""
+    wall clock says (`djqueue.worker.periodic_poller`)."""
     base, started = api.process_store.server_time(), time.monotonic()
     return lambda: base + (time.monotonic() - started)
 
@@ -300,16 +307,16 @@ class PeriodicSet(ApiObject):
 
     def all(self) -> list[PeriodicJob]:
         """Every entry, bad ones included (`PeriodicJob.error`); raises
-        `djqueue.store.cron.BadSchedule` when ``cron_jobs`` itself is not a set."""
-        store = CronStore(self.redis, self.keys)
+        `djqueue.store.periodic.BadPeriodicSet` when ``cron_jobs`` itself is not a set."""
+        store = PeriodicStore(self.redis, self.keys)
         found = self._call(store.read_all)
         return [PeriodicJob(name, entry, **self._context()) for name, entry in found.items()]
 
     def find(self, name: str) -> PeriodicJob | None:
-        store = CronStore(self.redis, self.keys)
+        store = PeriodicStore(self.redis, self.keys)
         entry = self._call(lambda: store.read(name))
         return PeriodicJob(name, entry, **self._context()) if entry else None
 
     @property
     def size(self) -> int:
-        return self._call(CronStore(self.redis, self.keys).size)
+        return self._call(PeriodicStore(self.redis, self.keys).size)

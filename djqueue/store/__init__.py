@@ -15,7 +15,7 @@ to make it happen, the way a Dramatiq broker is the only code that knows its sto
 - `upgrade`: the worker-start step moving what an earlier layout wrote (`upgrade`).
 - `bad_keys`: keys of the wrong type met by the scripts, logged once by name; `checked`, the
   pipeline read that names them.
-- `listing`, `figures`, `cron`: the reads of the inspection API and the pages (a queue's or a
+- `listing`, `figures`, `periodic`: the reads of the inspection API and the pages (a queue's or a
   set's size and slices, the figures `Stats` shows, periodic jobs); `replies`: the one decoder
   of what Redis answers.
 """

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from ..api import PeriodicJob, PeriodicSet
 from ..api.periodic import BAD
 from ..config import Settings, get_settings
-from ..cron import parse_enqueue_time
+from ..periodic_cron import parse_enqueue_time
 from ..store import bad_keys
-from ..store.cron import BadSchedule
+from ..store.periodic import BadPeriodicSet
 from . import display
 from .actions import Action
 from .forms import Allowed, Form, Outcome, Refused
@@ -180,7 +180,7 @@ def periodic_list(settings: Settings | None = None) -> PeriodicList:
     now = time.time()
     try:
         entries = PeriodicSet(settings=settings).all()
-    except BadSchedule as exc:
+    except BadPeriodicSet as exc:
         return PeriodicList([], 0, 0, 0, show_args, list(ACTIONS), problem=str(exc))
     rows = [periodic_row(e, show_args, now) for e in entries]
     enabled, bad = sum(r.enabled for r in rows), sum(r.bad for r in rows)

@@ -1,4 +1,4 @@
-"""The base of the runtime's own threads: the poller, the cron poller, the heartbeat, the duties.
+"""The base of the runtime's threads: the poller, the periodic poller, the heartbeat, the duties.
 
 Each was built by hand with its own stop event, its own thread and its own "a bug must not end
 the loop"; here that is written once. A component is one pass of work (`Component.tick`)

@@ -20,12 +20,11 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .. import __version__, connection, registry, schedule, signals
+from .. import __version__, connection, periodic_declaration, registry, signals
 from ..config import Settings, get_settings
 from ..errors import ConfigurationError
 from ..store import JobStore, Keys
 from .backoff import REDIS_ERRORS, GaveUp, keep_trying, outage
-from .cron_poller import CronPoller
 from .duties import DutyThread
 from .fetch import Fetcher
 from .heartbeat import Heartbeat, HeartbeatThread
@@ -33,6 +32,7 @@ from .janitor import Janitor, hostname
 from .log import logger
 from .manager import Manager
 from .memory import MemoryLimit
+from .periodic_poller import PeriodicPoller
 from .poller import Poller
 from .stats import Stats
 
@@ -89,7 +89,7 @@ class Launcher:
         self.stats = Stats()
         try:
             #: The periodic jobs this process declares (code and settings).
-            self.periodic = schedule.declared(s.periodic)
+            self.periodic = periodic_declaration.declared(s.periodic)
         except (TypeError, ValueError) as exc:
             raise ConfigurationError("periodic", str(exc)) from None
         #: The frameworks' periodic duties (the outbox relay), read once, here.
@@ -115,7 +115,7 @@ class Launcher:
             lock_seconds=s.heartbeat_interval,
         )
         self.poller = Poller(self.jobs, self.keys, s.default_queue, s.poll_interval, self._slot)
-        self.cron_poller = CronPoller(s, self.redis, declarations=self.periodic)
+        self.periodic_poller = PeriodicPoller(s, self.redis, declarations=self.periodic)
         self.beats = HeartbeatThread(
             self.heartbeat, s.heartbeat_interval, self.signal, self._after_beat
         )
@@ -164,7 +164,7 @@ class Launcher:
                 "this process's entry was gone from Redis (restarted empty, or flushed): "
                 "declaring its periodic jobs again"
             )
-            self.cron_poller.redeclare()
+            self.periodic_poller.redeclare()
         self.manager.tidy()
         self.janitor.run()
         if self.parent is not None and os.getppid() != self.parent and not self.stopping.is_set():
@@ -217,12 +217,12 @@ class Launcher:
         except GaveUp:
             pass
         try:
-            keep_trying(self.cron_poller.declare, "periodic jobs", self.stopping)
+            keep_trying(self.periodic_poller.declare, "periodic jobs", self.stopping)
         except GaveUp:
             pass
         self.manager.start()
         self.poller.start()
-        self.cron_poller.start()
+        self.periodic_poller.start()
         self.beats.start()
         self.duties.start()
         if signals.worker_started.receivers:
@@ -236,7 +236,7 @@ class Launcher:
         logger.info("quiet: finishing running jobs, fetching no more")
         self.manager.quiet()
         self.poller.halt()
-        self.cron_poller.halt()
+        self.periodic_poller.halt()
         self.beats.beat_now()
 
     def stop(self) -> None:
@@ -251,7 +251,7 @@ class Launcher:
         pushed = self.manager.stop(deadline, self.forced)
         self.manager.aio.stop()
         self.poller.stop()
-        self.cron_poller.stop()
+        self.periodic_poller.stop()
         self.duties.stop()
         self.beats.stop()
         try:

@@ -21,10 +21,10 @@ from django.test import Client
 
 import djqueue
 from djqueue.api import PeriodicSet, Queue
-from djqueue.cron import iso, parse
-from djqueue.schedule import build
+from djqueue.periodic_cron import iso, parse
+from djqueue.periodic_declaration import build
 from djqueue.store import Keys
-from djqueue.store.cron import CronStore
+from djqueue.store.periodic import PeriodicStore
 from tests.bad_entries import SKIPPED, assert_bad_periodic, write_bad_periodic
 
 pytestmark = pytest.mark.django_db
@@ -43,7 +43,7 @@ def declare(r: redis.Redis, name: str, cron: str, job: str, **options: Any) -> N
     """Write a declared entry as a starting worker does."""
     entry = build(name=name, cron=cron, job=job, **options)
     tick = parse(entry.cron).previous(time.time())
-    CronStore(r, Keys()).save(entry.name, entry.fields(), (tick, iso(tick)), entry.enabled)
+    PeriodicStore(r, Keys()).save(entry.name, entry.fields(), (tick, iso(tick)), entry.enabled)
 
 
 def ruby_entry(r: redis.Redis, name: str, cron: str, **fields: str) -> None:

@@ -21,10 +21,10 @@ import redis
 from django.contrib.auth.models import User
 
 from djqueue.api import PeriodicSet, Queue
-from djqueue.cron import enqueue_time, iso, parse
-from djqueue.schedule import build
+from djqueue.periodic_cron import enqueue_time, iso, parse
+from djqueue.periodic_declaration import build
 from djqueue.store import Keys
-from djqueue.store.cron import CronStore
+from djqueue.store.periodic import PeriodicStore
 from tests.browser import (
     VIEWPORT,
     Problems,
@@ -81,7 +81,7 @@ def page(browser: Browser, live_server: Any, problems: Problems, settings: Any) 
 @pytest.fixture
 def schedule(r: redis.Redis) -> None:
     """Three declared entries (one disabled, one in Paris), a Ruby one and an unreadable one."""
-    store = CronStore(r, Keys())
+    store = PeriodicStore(r, Keys())
     for name, cron, job, options in (
         ("cleanup.sessions", "*/5 * * * *", "accounts.clear_sessions", {}),
         (

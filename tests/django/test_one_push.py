@@ -11,7 +11,7 @@ import pytest
 import redis
 
 import djqueue
-from djqueue import outbox, schedule
+from djqueue import outbox, periodic_declaration
 from djqueue.api import PeriodicSet, RetrySet
 from djqueue.config import get_settings
 from djqueue.contrib.django.models import OutboxJob
@@ -19,7 +19,7 @@ from djqueue.contrib.django.outbox import DatabaseSource
 from djqueue.payload import normalize
 from djqueue.signals import job_enqueued
 from djqueue.store import Keys
-from djqueue.worker.cron_sync import sync
+from djqueue.worker.periodic_sync import sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,7 +56,11 @@ def push_everywhere(r: redis.Redis) -> dict[str, str]:
     jids = {"perform_later": str(same_args.perform_later(*ARGS))}
 
     settings = get_settings()
-    sync([schedule.build(cron="* * * * *", job="t.same_args", name="same", args=ARGS)], settings, r)
+    sync(
+        [periodic_declaration.build(cron="* * * * *", job="t.same_args", name="same", args=ARGS)],
+        settings,
+        r,
+    )
     entry = PeriodicSet().find("same")
     assert entry is not None
     jid = entry.fire(float(int(time.time()) // 60 * 60 + 60), time.time)  # the next tick

@@ -14,10 +14,10 @@ import pytest
 import redis
 
 import djqueue
-from djqueue.cron import iso, parse
-from djqueue.schedule import build
+from djqueue.periodic_cron import iso, parse
+from djqueue.periodic_declaration import build
 from djqueue.store import Keys
-from djqueue.store.cron import CronStore
+from djqueue.store.periodic import PeriodicStore
 from tests.bad_entries import ODD_QUEUE, assert_advises, write_odd_queue
 from tests.flask import test_dashboard_lifecycle
 
@@ -109,7 +109,7 @@ def test_a_periodic_job_whose_pushed_job_has_a_bad_status(
     keys = Keys()
     entry = build(name="p.bad_status", cron="*/5 * * * *", job="flask_bad.ok", args=[1])
     tick = parse(entry.cron).previous(time.time())
-    CronStore(r, keys).save(entry.name, entry.fields(), (tick, iso(tick)))
+    PeriodicStore(r, keys).save(entry.name, entry.fields(), (tick, iso(tick)))
     good, bad = "c" * 24, "d" * 24
     for jid in (good, bad):
         r.lpush(keys.cron_history(entry.name), json.dumps({"jid": jid, "enqueued": iso(tick)}))

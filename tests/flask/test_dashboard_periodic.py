@@ -15,10 +15,10 @@ import pytest
 import redis
 
 from djqueue.api import PeriodicSet, Queue
-from djqueue.cron import iso, parse
-from djqueue.schedule import build
+from djqueue.periodic_cron import iso, parse
+from djqueue.periodic_declaration import build
 from djqueue.store import Keys
-from djqueue.store.cron import CronStore
+from djqueue.store.periodic import PeriodicStore
 from flask_djqueue import DjQueue
 from flask_djqueue.dashboard import dashboard_blueprint
 from tests.bad_entries import SKIPPED, assert_bad_periodic, write_bad_periodic
@@ -34,7 +34,7 @@ def entries(r: redis.Redis) -> None:
     """A djqueue entry and two written as sidekiq-cron writes them, one unreadable here."""
     entry = build(name="p.tick", cron="*/5 * * * *", job="reports.tick", args=[{"pass": "pw1"}])
     tick = parse(entry.cron).previous(time.time())
-    CronStore(r, Keys()).save(entry.name, entry.fields(), (tick, iso(tick)))
+    PeriodicStore(r, Keys()).save(entry.name, entry.fields(), (tick, iso(tick)))
     for name, cron in (("weekly_report", "0 4 * * 1"), ("noon_report", "every day at noon")):
         r.sadd("cron_jobs", f"cron_job:{name}")
         r.hset(

@@ -42,8 +42,8 @@ class InvalidCron(ValueError):
     """The text is not a cron expression djqueue can step through; the message says why."""
 
 
-class CronSchedule:
-    """One parsed expression: ``CronSchedule("*/5 * * * *").next(time.time())``.
+class CronExpression:
+    """One parsed expression: ``CronExpression("*/5 * * * *").next(time.time())``.
 
     Times in and out are epoch seconds, so callers never meet a naive datetime.
     """
@@ -74,7 +74,7 @@ class CronSchedule:
             raise InvalidCron(f"{text!r}: {exc}") from None
 
     def __repr__(self) -> str:
-        return f"CronSchedule({self.text!r})"
+        return f"CronExpression({self.text!r})"
 
     def _start(self, at: float) -> dt.datetime:
         return dt.datetime.fromtimestamp(at, UTC).astimezone(self.zone)
@@ -141,9 +141,9 @@ _FIELD_WORDS = frozenset(
 
 
 @lru_cache(maxsize=1024)
-def parse(text: str) -> CronSchedule:
-    """A `CronSchedule`, cached: pollers read the same texts from Redis over and over."""
-    return CronSchedule(text)
+def parse(text: str) -> CronExpression:
+    """A `CronExpression`, cached: pollers read the same texts from Redis over and over."""
+    return CronExpression(text)
 
 
 def iso(tick: float) -> str:

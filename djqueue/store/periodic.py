@@ -11,9 +11,10 @@
 - ``cron_job:NAME:jid_history``: the last jids pushed, newest first.
 
 The store decides nothing: which tick is due, and whether to catch one up, is the worker's
-cron poller's business (`djqueue.worker.cron_poller`). It does say when a key holds the wrong
-type (`StoredEntry.problem`, `BadSchedule`), so that one bad entry is shown and skipped instead
-of failing every read of the schedule; the scripts check the types before their first write.
+periodic poller's business (`djqueue.worker.periodic_poller`). It does say when a key holds the
+wrong type (`StoredEntry.problem`, `BadPeriodicSet`), so that one bad entry is shown and skipped
+instead of failing every read of the schedule; the scripts check the types before their first
+write.
 """
 
 from __future__ import annotations
@@ -27,15 +28,15 @@ import redis
 from .bad_keys import type_name
 from .keys import CRON_HISTORY_SIZE, CRON_REMEMBER, Keys
 from .replies import text
-from .scripts import CRON_FIRE, CRON_SAVE, CRON_STATUS
+from .scripts import PERIODIC_FIRE, PERIODIC_SAVE, PERIODIC_STATUS
 
-#: What `CronStore.fire` answers.
+#: What `PeriodicStore.fire` answers.
 FIRED, CLAIMED_BEFORE, DISABLED, GONE = 1, 0, -1, -2
 #: The type each key of an entry must have (or be absent), as ``TYPE`` names it.
 HASH, ZSET, LIST = "hash", "zset", "list"
 
 
-class BadSchedule(Exception):
+class BadPeriodicSet(Exception):
     """``cron_jobs`` is not a set: no periodic job can be read or declared until it is
     deleted. Not a `redis.RedisError`, so that callers never take it for an outage."""
 
@@ -56,21 +57,21 @@ def wrong_type(key: str, kind: str, expected: str) -> str:
     return f"{key} is {type_name(kind)}, not {type_name(expected)}"
 
 
-class CronStore:
+class PeriodicStore:
     def __init__(self, client: redis.Redis, keys: Keys) -> None:
         self.redis = client
         self.keys = keys
 
     def names(self) -> list[str]:
         """Every periodic job's name, sorted (members that are not ``cron_job:NAME`` skipped).
-        Raises `BadSchedule` when ``cron_jobs`` is not a set."""
+        Raises `BadPeriodicSet` when ``cron_jobs`` is not a set."""
         try:
             found = self.redis.smembers(self.keys.cron_jobs)
         except redis.ResponseError as exc:
             if not str(exc).startswith("WRONGTYPE"):
                 raise
             kind = text(self.redis.type(self.keys.cron_jobs))
-            raise BadSchedule(
+            raise BadPeriodicSet(
                 f"{wrong_type(self.keys.cron_jobs, kind, 'set')}: no periodic job can be read "
                 f"or declared until it is deleted"
             ) from None
@@ -157,14 +158,14 @@ class CronStore:
         """Write a declared job; ``tick`` (epoch, ISO) is claimed if the job is new or its cron
         changed. Its keys that held the wrong type are replaced: the entry is djqueue's own,
         written again from the code. Returns (whether the job is new, what was replaced: "KEY
-        was a TYPE"). See ``lua/cron_save.lua``; raises `BadSchedule` when ``cron_jobs`` is not
-        a set."""
+        was a TYPE"). See ``lua/periodic_save.lua``; raises `BadPeriodicSet` when ``cron_jobs``
+        is not a set."""
         pairs: list[str] = []
         for key, value in fields.items():
             pairs += [key, value]
         k = self.keys
         try:
-            reply = CRON_SAVE(
+            reply = PERIODIC_SAVE(
                 self.redis,
                 [k.cron_jobs, k.cron_job(name), k.cron_enqueued(name), k.cron_history(name)],
                 [
@@ -178,7 +179,7 @@ class CronStore:
         except redis.ResponseError as exc:
             if not str(exc).startswith("WRONGTYPE"):
                 raise
-            self.names()  # raises BadSchedule, the one key the script does not replace
+            self.names()  # raises BadPeriodicSet, the one key the script does not replace
             raise
         created, *replaced = reply
         return bool(created), [text(r) for r in replaced]
@@ -186,7 +187,7 @@ class CronStore:
     def set_status(self, name: str, enabled: bool) -> bool:
         """Enable or disable; False if the job no longer exists."""
         status = "enabled" if enabled else "disabled"
-        return bool(CRON_STATUS(self.redis, [self.keys.cron_job(name)], [status]))
+        return bool(PERIODIC_STATUS(self.redis, [self.keys.cron_job(name)], [status]))
 
     def fire(
         self,
@@ -204,7 +205,7 @@ class CronStore:
         k = self.keys
         entry = json.dumps({"jid": jid, "enqueued": enqueued}, separators=(",", ":"))
         return int(
-            CRON_FIRE(
+            PERIODIC_FIRE(
                 self.redis,
                 [
                     k.cron_job(name),

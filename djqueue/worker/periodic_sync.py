@@ -1,6 +1,6 @@
 """A starting worker writes its periodic declarations to Redis and removes retired ones.
 
-Each declared job is saved in sidekiq-cron's layout (`djqueue.store.cron.CronStore.save`):
+Each declared job is saved in sidekiq-cron's layout (`djqueue.store.periodic.PeriodicStore.save`):
 its schedule, job and arguments follow the code, while its status (an operator may have
 disabled it) and its last run stay as Redis has them.
 
@@ -23,10 +23,10 @@ import redis
 
 from ..api.process import ProcessSet
 from ..config import Settings
-from ..cron import iso, parse
-from ..schedule import SOURCE, Periodic
+from ..periodic_cron import iso, parse
+from ..periodic_declaration import SOURCE, Periodic
 from ..store import Keys, ProcessStore
-from ..store.cron import CronStore
+from ..store.periodic import PeriodicStore
 from .log import logger
 
 
@@ -34,9 +34,9 @@ def sync(
     declarations: list[Periodic], settings: Settings, redis_client: redis.Redis
 ) -> tuple[list[str], list[str]]:
     """Save ``declarations``, remove retired entries; returns (created, removed) names.
-    Raises `djqueue.store.cron.BadSchedule` when ``cron_jobs`` is not a set."""
+    Raises `djqueue.store.periodic.BadPeriodicSet` when ``cron_jobs`` is not a set."""
     keys = Keys(settings.namespace)
-    store = CronStore(redis_client, keys)
+    store = PeriodicStore(redis_client, keys)
     now = ProcessStore(redis_client, keys).server_time()
     created: list[str] = []
     for entry in declarations:

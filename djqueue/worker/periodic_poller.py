@@ -1,4 +1,4 @@
-"""The cron poller: fires periodic jobs' ticks, in every worker process.
+"""The periodic poller: fires periodic jobs' ticks, in every worker process.
 
 It reads the schedule (``cron_jobs``) every `RELOAD` seconds, sleeps until the next tick of
 any entry, and then asks the store to claim and push that tick (`PeriodicJob.fire`). Every
@@ -13,7 +13,7 @@ hides the next ones) nor late.
 **Bad entries** (a key of the wrong type, a missing field, JSON that does not parse, a cron
 text djqueue cannot read) are skipped, each logged once by name while it stays bad; the
 healthy ones go on firing. One of this worker's own declarations found bad is written again
-(`djqueue.worker.cron_sync` replaces its keys).
+(`djqueue.worker.periodic_sync` replaces its keys).
 
 **Declaring again.** The worker's declarations are written at start (`declare`), and again
 after an outage of Redis and when the heartbeat finds this process's hash gone (`redeclare`):
@@ -21,12 +21,12 @@ a Redis restarted without persistence, or flushed, has lost the schedule, which 
 otherwise stay empty until the workers restart.
 
 Which ticks: on a poller's first look (its start), the latest one due: the catch-up tick, fired
-once if no one claimed it (only within `djqueue.schedule.GRACE` seconds for ``catch_up=False``
-entries); older missed ticks are never fired. After that, every tick since its last look that
-is at most `GRACE` seconds old, so a poller woken late on a loaded host skips none; after a
-longer gap (Redis away), the latest one only, as at start. A tick at or before the entry's
-last run (``last_enqueue_time``: a "run now" after the tick) is skipped, as sidekiq-cron skips
-it.
+once if no one claimed it (only within `djqueue.periodic_declaration.GRACE` seconds for
+``catch_up=False`` entries); older missed ticks are never fired. After that, every tick since
+its last look that is at most `GRACE` seconds old, so a poller woken late on a loaded host skips
+none; after a longer gap (Redis away), the latest one only, as at start. A tick at or before
+the entry's last run (``last_enqueue_time``: a "run now" after the tick) is skipped, as
+sidekiq-cron skips it.
 
 Disable and enable act at the next tick (the status is checked in the same Lua step); a new
 entry or a changed schedule is seen within `RELOAD` seconds. The poller stops on quiet, as
@@ -44,26 +44,26 @@ import redis
 from ..api.periodic import PeriodicJob, PeriodicSet, redis_clock
 from ..config import Settings
 from ..connection import CONNECTION_ERRORS
-from ..cron import iso
-from ..schedule import GRACE, Periodic
-from ..store.cron import CLAIMED_BEFORE, BadSchedule
+from ..periodic_cron import iso
+from ..periodic_declaration import GRACE, Periodic
+from ..store.periodic import CLAIMED_BEFORE, BadPeriodicSet
 from .component import Component
-from .cron_sync import sync
 from .log import logger
+from .periodic_sync import sync
 
 #: Seconds between two reads of the schedule.
 RELOAD = 10.0
 #: The most ticks of one job a poller tries in one look (one per second over `GRACE`).
 MAX_LATE = 60
 #: What problems of ``cron_jobs`` itself are logged under (no entry name holds a ``:``).
-SCHEDULE = ":cron_jobs"
+PERIODIC_SET = ":cron_jobs"
 
 
-class CronPoller(Component):
+class PeriodicPoller(Component):
     """Fires periodic jobs when due (a runtime thread)."""
 
-    name = "djqueue-cron"
-    what = "cron poller"
+    name = "djqueue-periodic"
+    what = "periodic poller"
 
     def __init__(
         self,
@@ -90,12 +90,12 @@ class CronPoller(Component):
         self._failing: dict[str, str] = {}
 
     def declare(self) -> None:
-        """Write this process's declarations (`djqueue.worker.cron_sync.sync`); the next look
+        """Write this process's declarations (`djqueue.worker.periodic_sync.sync`); the next look
         reads the schedule again."""
         try:
             sync(self.declarations, self.settings, self.redis)
-        except BadSchedule as exc:
-            self._say(SCHEDULE, str(exc), self._bad)
+        except BadPeriodicSet as exc:
+            self._say(PERIODIC_SET, str(exc), self._bad)
         self._declare_due = False
         self._reload_at = 0.0
 
@@ -154,11 +154,11 @@ class CronPoller(Component):
         when one of them is bad."""
         try:
             self._schedule = self.entries.all()
-        except BadSchedule as exc:
+        except BadPeriodicSet as exc:
             self._schedule = []
-            self._say(SCHEDULE, str(exc), self._bad)
+            self._say(PERIODIC_SET, str(exc), self._bad)
             return
-        self._bad.pop(SCHEDULE, None)
+        self._bad.pop(PERIODIC_SET, None)
         mine = {entry.name for entry in self.declarations}
         repair = False
         for entry in self._schedule:
@@ -206,7 +206,7 @@ class CronPoller(Component):
     def _handle(self, entry: PeriodicJob, tick: float, clock: Callable[[], float]) -> None:
         if not entry.enabled:
             # Disabled at the last read: claim the tick as skipped, unless it was enabled since.
-            if entry.cron_store.skip(entry.name, (tick, iso(tick))) != CLAIMED_BEFORE:
+            if entry.periodic_store.skip(entry.name, (tick, iso(tick))) != CLAIMED_BEFORE:
                 return
             entry.fields["status"] = "enabled"
         if self._due(entry, tick, clock()):

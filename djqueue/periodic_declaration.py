@@ -9,10 +9,10 @@
 
     DJQUEUE = {"PERIODIC": {"billing": {"cron": "0 3 * * *", "class": "Billing::Run"}}}
 
-There is no scheduler process to keep alive: every worker runs a cron poller
-(`djqueue.worker.cron_poller`), and a tick is claimed in Redis in the same step as its job is
-pushed (``lua/cron_fire.lua``), so one poller pushes it and the others see it taken. The
-schedule lives in sidekiq-cron's layout (`djqueue.store.cron`), shared with a Ruby app running
+There is no scheduler process to keep alive: every worker runs a periodic poller
+(`djqueue.worker.periodic_poller`), and a tick is claimed in Redis in the same step as its job is
+pushed (``lua/periodic_fire.lua``), so one poller pushes it and the others see it taken. The
+schedule lives in sidekiq-cron's layout (`djqueue.store.periodic`), shared with a Ruby app running
 sidekiq-cron: each side fires the other's entries and both claim ticks the same way.
 
 **Catch-up.** A poller fires the latest tick due, once, if no one has claimed it; so a worker
@@ -30,12 +30,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cron import InvalidCron, is_zone, parse
+from .job_options import _payload_options, check_options
+from .payload import check_json_args
+from .periodic_cron import InvalidCron, is_zone, parse
 
 #: Seconds after its time within which a tick of a ``catch_up=False`` job still fires.
 GRACE = 60.0
 #: The ``source`` field of entries declared in code or settings: only these are removed from
-#: Redis when no running process declares them any more (see `djqueue.worker.cron_sync`).
+#: Redis when no running process declares them any more (see `djqueue.worker.periodic_sync`).
 SOURCE = "djqueue"
 
 #: Keys a ``PERIODIC`` settings entry may hold besides payload options (retry, tags...).
@@ -151,11 +153,8 @@ def build(
     enabled: bool = True,
     options: Mapping[str, Any] | None = None,
 ) -> Periodic:
-    """A checked `Periodic`; raises ValueError (`djqueue.cron.InvalidCron`) saying what is
+    """A checked `Periodic`; raises ValueError (`djqueue.periodic_cron.InvalidCron`) saying what is
     wrong. The job's own options (queue, retry...) apply unless given here."""
-    from .job_options import _payload_options, check_options
-    from .payload import check_json_args
-
     job_name = job if isinstance(job, str) else getattr(job, "job_name", None)
     if not job_name:
         raise TypeError(f"periodic() needs a registered job or a job name, got {job!r}")
