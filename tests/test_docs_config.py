@@ -150,7 +150,9 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "flask": lambda: framework_table(setting_table.FLASK, "DJQUEUE_", "key"),
     "worker-flags": worker_flags,
 }
-MARKER = re.compile(r"(<!-- settings:([\w-]+) -->\n)(?:.*?\n)?(<!-- /settings:\2 -->)", re.S)
+MARKER = re.compile(
+    r"^(<!-- settings:([\w-]+) -->\n)(?:.*?\n)?(<!-- /settings:\2 -->)$", re.S | re.M
+)
 
 
 def rendered(page: str) -> str:
@@ -167,7 +169,9 @@ def pages() -> dict[Path, str]:
 def test_every_table_is_on_a_page_and_every_marker_names_a_table() -> None:
     names = [m.group(2) for text in pages().values() for m in MARKER.finditer(text)]
     assert sorted(names) == sorted(RENDERERS)
-    opened = [n for text in pages().values() for n in re.findall(r"<!-- settings:(\S+) -->", text)]
+    opened = [
+        n for text in pages().values() for n in re.findall(r"^<!-- settings:(\S+) -->$", text, re.M)
+    ]
     assert sorted(opened) == sorted(names), "a marker without its closing marker"
 
 
