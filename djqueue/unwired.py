@@ -27,12 +27,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Generic, TypeVar
 
 from .errors import ConfigurationError
 
-if TYPE_CHECKING:
-    from .config import Settings
+#: The settings an app answers with (`djqueue.Settings`; generic so that this module, which
+#: `djqueue.config` imports, imports nothing back).
+S = TypeVar("S")
 
 #: How INSTALLED_APPS names djqueue's Django app (the package, or its AppConfig's path).
 DJANGO_APP_ENTRIES = ("djqueue", "djqueue.contrib.django")
@@ -41,7 +42,7 @@ CONFIGURE = "call djqueue.configure(redis_url=...) first"
 
 
 @dataclass(frozen=True)
-class Wiring:
+class Wiring(Generic[S]):
     """What one framework integration sees of how djqueue is wired into it, here and now."""
 
     #: What a refusal names, where the user fixes it: ``INSTALLED_APPS``, ``app``.
@@ -54,7 +55,7 @@ class Wiring:
     #: Why that matters beyond the Redis (what else the missing part does), or ``""``.
     because: str = ""
     #: The apps djqueue is wired into in this process: their names and settings.
-    wired: Sequence[tuple[str, Settings]] = ()
+    wired: Sequence[tuple[str, S]] = ()
     #: What a push outside every app should do instead.
     outside: str = ""
 
@@ -67,7 +68,7 @@ def refusal(setting: str, what: str, fix: str) -> ConfigurationError:
     )
 
 
-def which(wiring: Wiring | None) -> Settings | None:
+def which(wiring: Wiring[S] | None) -> S | None:
     """The settings ``wiring`` says a push uses, None for no opinion, or the refusal (see the
     module's docstring for the order)."""
     testing = sys.modules.get(f"{__package__}.testing")
@@ -92,13 +93,13 @@ def which(wiring: Wiring | None) -> Settings | None:
     raise refusal(wiring.setting, what, wiring.outside)
 
 
-def django() -> Settings | None:
+def django() -> None:
     """The core's fallback resolver for Django (`djqueue.config.get_settings`): refuses a
     project set up without djqueue's app; no opinion otherwise."""
-    return which(_django())
+    which(_django())
 
 
-def _django() -> Wiring | None:
+def _django() -> Wiring[None] | None:
     if not _django_without_the_app():
         return None
     return Wiring(

@@ -110,7 +110,7 @@ def fallback() -> Settings | None:
     return unwired.which(_wiring())
 
 
-def _wiring() -> unwired.Wiring | None:
+def _wiring() -> unwired.Wiring[Settings] | None:
     from .extension import DjQueue
 
     apps = live_apps()
