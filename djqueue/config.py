@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from . import setting_table
+from . import setting_table, unwired
 from .errors import ConfigurationError
 from .setting_checks import URL_SCHEMES as URL_SCHEMES  # where they were before the table
 from .setting_checks import parse_queues as parse_queues
@@ -215,14 +215,11 @@ def get_settings() -> Settings:
     global _settings
     if _pinned is not None:
         return _pinned
-    for resolve in _resolvers if _configured else (*_resolvers, *_fallbacks):
+    for resolve in _resolvers if _configured else (*_resolvers, *_fallbacks, unwired.django):
         found = resolve()
         if found is not None:
             return found
     if _settings is None:
-        from .unwired import check
-
-        check()  # a framework in use that nobody wired djqueue into: never a silent default
         _settings = Settings.build(framework=_framework)
     return _settings
 

@@ -69,7 +69,7 @@ def periodic(settings: Settings | None = None, now: float | None = None) -> str:
         return "no periodic jobs"
     rows = [("name", "status", "cron", "job", "queue", "last run", "next run")]
     for entry in entries:
-        note = "(bad: not fired by djqueue)" if entry.error else ""
+        note = "(bad: see below)" if entry.error else ""
         cron = " ".join(filter(None, (entry.cron, note)))
         rows.append(
             (
@@ -87,9 +87,9 @@ def periodic(settings: Settings | None = None, now: float | None = None) -> str:
         "  ".join(text.ljust(width) for text, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
     ]
-    bad = [f"  {entry.name}: {entry.error}" for entry in entries if entry.error]
+    bad = [f"  {entry.name}: {entry.not_fired}" for entry in entries if entry.error]
     if bad:
-        lines += ["", "bad entries (djqueue never fires them; delete or rewrite them):", *bad]
+        lines += ["", "bad entries (delete or rewrite them):", *bad]
     return "\n".join(lines)
 
 

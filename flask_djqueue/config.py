@@ -9,6 +9,7 @@ default, silently.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,12 +57,26 @@ class AppOptions:
         return bool(self.enqueue_on_commit) and _sqlalchemy_installed()
 
 
+#: An import of SQLAlchemy failed in this process (`_sqlalchemy_installed`).
+_sqlalchemy_absent = False
+_NOT_IMPORTED = object()
+
+
 def _sqlalchemy_installed() -> bool:
-    """Imported, not merely found: asked only where the outbox would be used next (not
-    cached: a test, or a shell, may hide or bring the package meanwhile)."""
+    """Imported, not merely found: asked only where the outbox would be used next, which is
+    on every dashboard page. The answer follows ``sys.modules`` (a test hides the package by
+    putting None there, which makes an import fail at once); a failed import is tried once,
+    since it searches every folder of the path each time."""
+    global _sqlalchemy_absent
+    found = sys.modules.get("sqlalchemy", _NOT_IMPORTED)
+    if found is not _NOT_IMPORTED:
+        return found is not None
+    if _sqlalchemy_absent:
+        return False
     try:
         import sqlalchemy  # noqa: F401
     except ImportError:
+        _sqlalchemy_absent = True
         return False
     return True
 

@@ -60,7 +60,7 @@ from djqueue.web.lists import job_list as read_list
 from djqueue.web.problems import ProblemPage, bad_key_page, unavailable_page
 from djqueue.web.query import ListQuery
 
-from .state import state_of
+from .state import SET_UP, state_of
 
 #: ``auth(permission)`` -> True, False, or a response to send instead.
 Auth = Callable[[str], Any]
@@ -137,8 +137,8 @@ class _Pages:
             return "set SECRET_KEY: the dashboard's forms carry a CSRF token kept in the session"
         if state_of(app) is None:
             return (
-                f"the app {app.name!r} is not set up with DjQueue, so which Redis to show is "
-                "unknown: call DjQueue(app), or djq.init_app(app) in its factory"
+                f"the Flask app {app.name!r} is not set up with djqueue, so the dashboard has "
+                f"no Redis to show: {SET_UP}"
             )
         return None
 

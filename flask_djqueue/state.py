@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Flask, current_app, has_app_context
 
-from djqueue import config, testing
+from djqueue import config, unwired
 from djqueue.client import Client, client_for
 from djqueue.config import Settings
-from djqueue.errors import ConfigurationError
 
 from .config import AppOptions
 
@@ -99,45 +98,40 @@ def resolve() -> Settings | None:
     return state.configured if state is not None else None
 
 
+#: How an app is set up with the extension, as every message that misses it says.
+SET_UP = "call DjQueue(app), or djq.init_app(app) in its factory"
+
+
 def fallback() -> Settings | None:
     """djqueue's fallback resolver, asked when no app context answered and
-    ``djqueue.configure()`` was never called: the only app's settings; None when the extension
-    is not in use (a plain program that imports it) or a process-wide test mode holds every
-    push; else `ConfigurationError` saying what to do, since the environment's or the default
-    Redis is then one nobody chose for this push."""
+    ``djqueue.configure()`` was never called: what Flask shows of its apps, for the rule of
+    `djqueue.unwired.which` (the only app's settings, no opinion when the extension is not in
+    use, else `ConfigurationError` saying what to do)."""
+    return unwired.which(_wiring())
+
+
+def _wiring() -> unwired.Wiring[Settings] | None:
     from .extension import DjQueue
 
-    if testing.mode() != testing.DISABLED:
-        return None  # djqueue.testing.fake() or inline(): the push reaches no Redis at all
     apps = live_apps()
     if len(apps) > 1:
         gc.collect()  # apps made and dropped (a test's, a factory's trial run) do not count
         apps = live_apps()
     if not (apps or DjQueue.made):
-        return None
-    if has_app_context():  # an app that resolve() did not answer for: no DjQueue
-        raise ConfigurationError(
-            "app",
-            f"the Flask app {current_app.name!r} is not set up with DjQueue, so this push has no "
-            "Redis to go to: call DjQueue(app), or djq.init_app(app) in its factory",
-        )
-    if len(apps) == 1:
-        found = state_of(apps[0])
-        return found.configured if found is not None else None
-    if not apps:
-        raise ConfigurationError(
-            "app",
-            "a push outside any Flask app: DjQueue() was made, but no app was set up with "
-            "it (djq.init_app(app) not called yet), so the push has no Redis to go to. Create "
-            "the app first (app = create_app()) and push inside `with app.app_context():`",
-        )
-    names = ", ".join(sorted(repr(app.name) for app in apps))
-    raise ConfigurationError(
+        return None  # a plain program that imports the extension but never uses it
+    here = current_app.name if has_app_context() else None  # resolve() did not answer for it
+    wired = []
+    for app in apps:
+        found = state_of(app)
+        if found is not None:
+            wired.append((app.name, found.configured))
+    return unwired.Wiring(
         "app",
-        f"a push outside any Flask app context, with {len(apps)} apps set up with DjQueue "
-        f"({names}): which app's Redis is meant is unknown. Push inside `with "
-        "app.app_context():` (a thread you start: pass it the app), or call "
-        "djqueue.configure(redis_url=...) for pushes made outside any app",
+        SET_UP,
+        unwired=f"the Flask app {here!r}" if here is not None else None,
+        wired=wired,
+        outside="push inside `with app.app_context():` (create the app first, app = "
+        "create_app(); a thread you start: pass it the app)",
     )
 
 

@@ -34,6 +34,8 @@ from .base import ApiObject
 
 #: The status of an entry djqueue cannot read.
 BAD = "bad"
+#: What every view says of an entry djqueue cannot fire (see `PeriodicJob.not_fired`).
+NOT_FIRED = "not fired by djqueue"
 
 
 class PeriodicJob(ApiObject):
@@ -99,6 +101,17 @@ class PeriodicJob(ApiObject):
         if self.bad:
             return BAD
         return self.fields.get("status") or "enabled"
+
+    @property
+    def not_fired(self) -> str:
+        """Why djqueue never fires this entry, as the worker's log, the command line and the
+        pages say it (``not fired by djqueue: <error>``), or ``""`` for one it fires."""
+        if not self.error:
+            return ""
+        ruby_may = self.cron and self.error.startswith(repr(self.cron))
+        return f"{NOT_FIRED}: {self.error}" + (
+            " (sidekiq-cron may still fire it)" if ruby_may else ""
+        )
 
     @property
     def enabled(self) -> bool:

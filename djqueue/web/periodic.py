@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..api import PeriodicJob, PeriodicSet
-from ..api.periodic import BAD
+from ..api.periodic import BAD, NOT_FIRED
 from ..config import Settings, get_settings
 from ..periodic_cron import parse_enqueue_time
 from ..store import bad_keys
@@ -260,7 +260,7 @@ def _fields(entry: PeriodicJob, row: PeriodicRow) -> list[Field]:
 
 def _no_next(row: PeriodicRow) -> str:
     if row.error:
-        return "never: djqueue cannot fire this entry"
+        return f"never: {NOT_FIRED}"
     return "none while disabled" if not row.enabled else ""
 
 

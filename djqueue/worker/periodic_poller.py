@@ -165,14 +165,7 @@ class PeriodicPoller(Component):
             if not entry.error:
                 self._bad.pop(entry.name, None)
                 continue
-            ruby_may = entry.cron and entry.error.startswith(repr(entry.cron))
-            new = self._say(
-                entry.name,
-                f"not fired by djqueue: {entry.error}"
-                + (" (sidekiq-cron may still fire it)" if ruby_may else ""),
-                self._bad,
-                entry.error,
-            )
+            new = self._say(entry.name, entry.not_fired, self._bad, entry.error)
             repair = repair or (new and entry.name in mine)
         if repair:
             logger.info("periodic: writing this worker's declarations again over the bad ones")

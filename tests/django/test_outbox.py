@@ -365,3 +365,35 @@ def test_admin_dashboard_and_djqueue_stats_show_the_outbox(admin_client, r, redi
     relay_duty()()  # the new row is within the grace period: stays, and is counted
     (line,) = [x for x in report.stats().splitlines() if x.startswith("outbox")]
     assert line.startswith("outbox     1 (oldest ") and "relay 0s ago" in line
+
+
+def test_a_database_without_the_table_is_not_introspected_on_every_page(monkeypatch):
+    """The dashboard asks on every page which databases hold the outbox: a database without
+    the table is looked at once, and again after a ``migrate`` (which may have created it)."""
+    from django.core.management import call_command
+
+    from djqueue.contrib.django import outbox as django_outbox
+
+    monkeypatch.setattr(django_outbox, "_with_table", set())
+    monkeypatch.setattr(django_outbox, "_without_table", {})
+    introspection = connections["other"].introspection
+    looks = []
+    table_names = introspection.table_names
+    monkeypatch.setattr(
+        introspection, "table_names", lambda *a, **k: looks.append(1) or table_names(*a, **k)
+    )
+    with connections["other"].schema_editor() as editor:
+        editor.delete_model(OutboxJob)
+    try:
+        for _ in range(3):
+            assert [s.name for s in django_outbox.sources()] == ["default"]
+        assert len(looks) == 1
+    finally:
+        with connections["other"].schema_editor() as editor:
+            editor.create_model(OutboxJob)
+    OutboxJob.objects.using("other").create(jid="x", payload="{}", created_at=time.time())
+    call_command("migrate", "djqueue", database="other", verbosity=0)
+    looks.clear()  # migrate's own
+    assert [s.name for s in django_outbox.sources()] == ["default", "other"]
+    assert len(looks) == 1
+    assert django_outbox.stats().size == 1

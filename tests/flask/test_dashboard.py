@@ -262,8 +262,8 @@ def test_an_app_without_djqueue_says_so_rather_than_blaming_redis(redis_url: str
     page = app.test_client().get("/djqueue/")
     assert page.status_code == 500
     assert (
-        "the app 'forgot_init_app' is not set up with DjQueue, so which Redis to show is "
-        "unknown: call DjQueue(app), or djq.init_app(app) in its factory" in page.text
+        "the Flask app 'forgot_init_app' is not set up with djqueue, so the dashboard has no "
+        "Redis to show: call DjQueue(app), or djq.init_app(app) in its factory" in page.text
     )
 
 

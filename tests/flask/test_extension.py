@@ -16,6 +16,8 @@ import djqueue
 from djqueue import context
 from djqueue.config import Settings
 from flask_djqueue import DjQueue
+from flask_djqueue import config as flask_config
+from flask_djqueue.dashboard import dashboard_blueprint
 from tests.redis_server import RedisServer
 
 from .conftest import queued
@@ -121,6 +123,34 @@ def test_the_outbox_without_sqlalchemy_fails_at_init_app(
         f"{key}: the outbox is a SQLAlchemy table, and SQLAlchemy is not installed: "
         "pip install sqlalchemy (or flask-sqlalchemy)"
     )
+
+
+def test_without_sqlalchemy_the_dashboard_looks_for_it_once(
+    redis_url: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every dashboard page asks whether the app relays an outbox, which needs SQLAlchemy; a
+    failed import searches the whole path again, so it is tried once, not on every page."""
+    tries = tmp_path / "tries"
+    hidden = tmp_path / "hidden" / "sqlalchemy"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text(
+        f"open({str(tries)!r}, 'a').write('tried ')\n"
+        "raise ModuleNotFoundError(\"No module named 'sqlalchemy' (hidden by the test)\")\n"
+    )
+    monkeypatch.syspath_prepend(str(hidden.parent))
+    monkeypatch.delitem(sys.modules, "sqlalchemy", raising=False)
+    monkeypatch.setattr(flask_config, "_sqlalchemy_absent", False)
+    app = flask.Flask("no_sqlalchemy")
+    app.config.update(SECRET_KEY="k", DJQUEUE_REDIS_URL=redis_url)
+    DjQueue(app)  # its tracking of SQLAlchemy sessions tries once too
+    tries.unlink()
+    app.register_blueprint(dashboard_blueprint(auth=lambda permission: True))
+    client = app.test_client()
+    for page in ("/djqueue/", "/djqueue/queues", "/djqueue/"):
+        assert client.get(page).status_code == 200
+    assert tries.read_text() == "tried "
+    monkeypatch.undo()  # SQLAlchemy back (as a test that hid it leaves it): found again
+    assert flask_config._sqlalchemy_installed()
 
 
 @pytest.fixture

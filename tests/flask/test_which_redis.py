@@ -75,13 +75,17 @@ def test_forgetting_init_app_raises_and_pushes_nowhere(
     with app.app_context(), pytest.raises(djqueue.ConfigurationError) as in_app:
         count_orders.perform_later()
     assert str(in_app.value) == (
-        "app: the Flask app 'forgot' is not set up with DjQueue, so this push has no Redis to "
-        "go to: call DjQueue(app), or djq.init_app(app) in its factory"
+        "app: the Flask app 'forgot' is not set up with djqueue, so djqueue has no Redis to "
+        "use: call DjQueue(app), or djq.init_app(app) in its factory, or call "
+        "djqueue.configure(redis_url=...) first"
     )
     outside = in_a_thread(count_orders.perform_later)
     assert isinstance(outside, djqueue.ConfigurationError)
-    assert "DjQueue() was made, but no app was set up with it" in str(outside)
-    assert "push inside `with app.app_context():`" in str(outside)
+    assert str(outside).startswith(
+        "app: a push outside any app, and no app is set up with djqueue yet, so djqueue has no "
+        "Redis to use: push inside `with app.app_context():`"
+    )
+    assert str(outside).endswith(", or call djqueue.configure(redis_url=...) first")
     assert r.keys("*") == [] and unconfigured.keys("*") == []
 
 
@@ -93,9 +97,11 @@ def test_two_apps_and_a_push_outside_both_is_an_error(
     north.name, south.name = "north", "south"
     outside = in_a_thread(count_orders.perform_later)
     assert isinstance(outside, djqueue.ConfigurationError)
-    assert "2 apps set up with DjQueue ('north', 'south')" in str(outside)
-    assert "Push inside `with app.app_context():`" in str(outside)
-    assert "or call djqueue.configure(redis_url=...)" in str(outside)
+    assert str(outside).startswith(
+        "app: a push outside any app, with 2 apps set up with djqueue ('north', 'south'), so "
+        "djqueue has no Redis to use: push inside `with app.app_context():`"
+    )
+    assert str(outside).endswith(", or call djqueue.configure(redis_url=...) first")
     with south.app_context():
         jid = count_orders.perform_later()
     assert [job["jid"] for job in queued(unconfigured, namespace="south")] == [jid]

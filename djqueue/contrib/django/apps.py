@@ -45,6 +45,11 @@ class DjQueueConfig(AppConfig):
             modules.append("tasks")
         discover(dict.fromkeys(modules))
         djqueue.signals.worker_preparing.connect(prepare_worker)
+        from django.db.models.signals import post_migrate
+
+        from .outbox import forget_missing_tables
+
+        post_migrate.connect(forget_missing_tables, dispatch_uid="djqueue.outbox")
 
 
 def prepare_worker(sender: Any, **kwargs: Any) -> None:

@@ -180,12 +180,20 @@ class DatabaseSource:
 
 def sources() -> list[DatabaseSource]:
     """A source per database the outbox table may live in (the routers allow migrating it)
-    and does: an alias without the table (not migrated) is skipped."""
+    and does: an alias without the table (not migrated) is skipped.
+
+    Asked on every dashboard page and every relay round. An alias found with the table is
+    remembered; one found without it is looked at again after `LOOK_AGAIN_AFTER` seconds, or
+    at once after a ``migrate`` (`forget_missing_tables`), rather than introspected each time."""
     found = []
+    now = time.monotonic()
     for alias in connections:
         if alias not in _with_table:
+            if now - _without_table.get(alias, -LOOK_AGAIN_AFTER) < LOOK_AGAIN_AFTER:
+                continue
             try:
                 if not _has_table(alias):
+                    _without_table[alias] = now
                     continue
             finally:
                 # A worker's duty thread has no request cycle to close what it opened; a
@@ -199,6 +207,16 @@ def sources() -> list[DatabaseSource]:
 
 
 _with_table: set[str] = set()
+#: Aliases found without the table, and when (`time.monotonic`).
+_without_table: dict[str, float] = {}
+#: Seconds before an alias without the table is introspected again (a table created by hand;
+#: ``migrate`` makes it be looked at at once).
+LOOK_AGAIN_AFTER = 60.0
+
+
+def forget_missing_tables(**kwargs: Any) -> None:
+    """Receiver of ``post_migrate``: the table may exist now, so every alias is looked at again."""
+    _without_table.clear()
 
 
 def relay_enabled() -> bool:
