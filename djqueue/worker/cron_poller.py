@@ -64,6 +64,7 @@ class CronPoller(Component):
 
     name = "djqueue-cron"
     what = "cron poller"
+    halts_on_quiet = True
 
     def __init__(
         self,
