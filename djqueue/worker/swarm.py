@@ -79,6 +79,8 @@ class Swarm(Component):
     # -- the parent's loop ---------------------------------------------------------------------
 
     def run(self) -> int:  # type: ignore[override]
+        # The component's loop (`Component.run`) inside, with the handlers and the exit code
+        # around it; the swarm is never `start`ed on a thread of its own.
         restore = self._install_handlers()
         try:
             logger.info("swarm: starting %d worker processes", self.size)
