@@ -26,9 +26,9 @@ jobs (``shop.jobs.*``, in unequal shares), in ``batched`` blocks of 1,000 (one r
 block). The retry set's entries mimic what a worker writes for a failed job, built with the
 functions the worker calls: ``djqueue.payload.normalize``; the job run through
 ``djqueue.executor.run`` (server middleware included) until it raises, so the traceback is a
-real one; ``djqueue.retry.record_failure`` (``error_class``, ``error_message``, ``failed_at``,
-``retry_count``, ``retried_at``, and ``error_backtrace`` for the two jobs with the
-``backtrace`` option); ``dumps``; and a score of the last failure plus ``default_delay``. Only
+real one; ``djqueue.retry_policy.record_failure`` (``error_class``, ``error_message``,
+``failed_at``, ``retry_count``, ``retried_at``, and ``error_backtrace`` for the two jobs with
+the ``backtrace`` option); ``dumps``; and a score of the last failure plus ``default_delay``. Only
 the write differs: pipelined ZADDs, not ``retry_later.lua`` out of a working list. Arguments
 look like a shop's (an order id and a dict with a customer, a region and a few fields).
 
@@ -219,7 +219,7 @@ def fill_retries(n: int, seed: int, client: redis.Redis) -> None:
     from djqueue.api import RetrySet
     from djqueue.config import get_settings
     from djqueue.payload import dumps, normalize
-    from djqueue.retry import default_delay, record_failure
+    from djqueue.retry_policy import default_delay, record_failure
 
     key = RetrySet().key
     default_queue = get_settings().default_queue

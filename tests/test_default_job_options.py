@@ -8,7 +8,7 @@ import json
 import pytest
 
 import djqueue
-from djqueue.retry import decode_backtrace
+from djqueue.retry_policy import decode_backtrace
 
 from .worker_support import wait_for
 

@@ -46,7 +46,7 @@ def test_a_second_ctrl_c_stops_at_once_and_the_job_goes_back(spawn, redis_url, r
     found = [k for k in r.keys("*") if r.type(k) == "list" and jid in "".join(r.lrange(k, 0, -1))]
     assert len(found) == 1
     if found != ["queue:default"]:
-        identity = found[0].split(":", 1)[1].rsplit(":", 1)[0]
+        identity = found[0].split(":", 2)[2].rsplit(":", 1)[0]  # djqueue:working:ID:QUEUE
         assert r.hexists("djqueue:working_lists", identity)
 
 

@@ -8,6 +8,7 @@ import threading
 import time
 
 import djqueue
+from djqueue.config import Settings
 from djqueue.store import JobStore, Keys
 from djqueue.worker.launcher import runtime_redis
 from djqueue.worker.poller import Poller
@@ -16,7 +17,7 @@ from djqueue.worker.poller import Poller
 def make_poller(slot=(0, 1)) -> Poller:
     settings = djqueue.get_settings()
     store = JobStore(runtime_redis(settings), Keys())
-    return Poller(store, Keys(), "default", 1.0, lambda: slot)
+    return Poller(store, Keys(), Settings(), lambda: slot)
 
 
 def test_due_jobs_move_to_their_queues_once_with_enqueued_at(redis_url, r):
@@ -87,13 +88,13 @@ def test_malformed_members_go_to_dead_with_their_text(redis_url, r):
 
 def test_processes_take_turns_and_wake_for_due_jobs_in_their_slot():
     # Process 1 of 3 owns the slots 1, 4, 7, 10, 13, ... (slot = 1 s of wall-clock time).
-    poller = Poller(None, Keys(), "default", 1.0, lambda: (1, 3))  # type: ignore[arg-type]
+    poller = Poller(None, Keys(), Settings(), lambda: (1, 3))  # type: ignore[arg-type]
     assert poller.next_poll(10.2, None) == 13.0  # slot 10 is ours: next is 13
     assert poller.next_poll(11.5, None) == 13.0
     assert poller.next_poll(12.0, None) == 13.0
     assert poller.next_poll(10.2, 10.7) == 10.7  # due inside our slot: wake for it
     assert poller.next_poll(10.2, 11.5) == 13.0  # due in another's slot: theirs to move
     assert poller.next_poll(11.5, 13.4) == 13.0  # our next slot start comes first
-    alone = Poller(None, Keys(), "default", 1.0, lambda: (0, 1))  # type: ignore[arg-type]
+    alone = Poller(None, Keys(), Settings(), lambda: (0, 1))  # type: ignore[arg-type]
     assert alone.next_poll(5.25, None) == 6.0
     assert alone.next_poll(5.25, 5.5) == 5.5

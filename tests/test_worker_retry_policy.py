@@ -1,4 +1,4 @@
-"""The retry policy (djqueue.retry): Sidekiq's backoff, attempts, failure fields, backtraces
+"""The retry policy (djqueue.retry_policy): Sidekiq's backoff, attempts, failure fields, backtraces
 and dead-set limits."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import time
 import pytest
 import redis
 
-from djqueue import retry
+from djqueue import retry_policy
 from djqueue.config import Settings
 from djqueue.store import JobStore, Keys
 
 
 def test_default_backoff_is_sidekiqs_formula():
     for count in (0, 1, 5, 24):
-        delays = {retry.default_delay(count) for _ in range(400)}
+        delays = {retry_policy.default_delay(count) for _ in range(400)}
         low = count**4 + 15
         assert min(delays) >= low and max(delays) <= low + 9 * (count + 1)
         assert all((d - low) % (count + 1) == 0 for d in delays)
@@ -30,12 +30,12 @@ def test_default_backoff_is_sidekiqs_formula():
     [(True, 25), (5, 5), (0, 0), (False, None), ("True", 25), ("", 25), (2.0, 25), (-1, 0)],
 )
 def test_max_attempts(option, expected):
-    assert retry.max_attempts({"retry": option}, Settings()) == expected
+    assert retry_policy.max_attempts({"retry": option}, Settings()) == expected
 
 
 def test_max_attempts_follows_the_setting():
-    assert retry.max_attempts({"retry": True}, Settings(max_retries=3)) == 3
-    assert retry.max_attempts({}, Settings(max_retries=3)) == 3
+    assert retry_policy.max_attempts({"retry": True}, Settings(max_retries=3)) == 3
+    assert retry_policy.max_attempts({}, Settings(max_retries=3)) == 3
 
 
 def test_missing_retry_takes_the_registered_jobs_option():
@@ -44,13 +44,13 @@ def test_missing_retry_takes_the_registered_jobs_option():
     class Registered:
         job_options = {"retry": False}
 
-    assert retry.max_attempts({}, Settings(), Registered()) is None
-    assert retry.max_attempts({"retry": None}, Settings(), Registered()) is None
+    assert retry_policy.max_attempts({}, Settings(), Registered()) is None
+    assert retry_policy.max_attempts({"retry": None}, Settings(), Registered()) is None
     Registered.job_options = {"retry": 2}
-    assert retry.max_attempts({}, Settings(), Registered()) == 2
-    assert retry.max_attempts({"retry": 7}, Settings(), Registered()) == 7  # the payload wins
+    assert retry_policy.max_attempts({}, Settings(), Registered()) == 2
+    assert retry_policy.max_attempts({"retry": 7}, Settings(), Registered()) == 7  # payload wins
     Registered.job_options = {}
-    assert retry.max_attempts({}, Settings(), Registered()) == 25
+    assert retry_policy.max_attempts({}, Settings(), Registered()) == 25
 
 
 def test_retry_in_hook_answers():
@@ -64,12 +64,12 @@ def test_retry_in_hook_answers():
             return self.answer
 
     exc = ValueError("x")
-    assert retry.delay_for(Hooked(7), 0, exc) == 7.0
-    assert retry.delay_for(Hooked("kill"), 0, exc) == "kill"
-    assert retry.delay_for(Hooked("discard"), 0, exc) == "discard"
+    assert retry_policy.delay_for(Hooked(7), 0, exc) == 7.0
+    assert retry_policy.delay_for(Hooked("kill"), 0, exc) == "kill"
+    assert retry_policy.delay_for(Hooked("discard"), 0, exc) == "discard"
     for fallback in (None, "soon", -1, RuntimeError("bug in hook")):
-        assert 15 <= retry.delay_for(Hooked(fallback), 0, exc) <= 24
-    assert 15 <= retry.delay_for(None, 0, exc) <= 24
+        assert 15 <= retry_policy.delay_for(Hooked(fallback), 0, exc) <= 24
+    assert 15 <= retry_policy.delay_for(None, 0, exc) <= 24
 
 
 def test_record_failure_fields_first_and_later():
@@ -77,8 +77,8 @@ def test_record_failure_fields_first_and_later():
     try:
         raise ValueError("m" * 20_000)
     except ValueError as exc:
-        assert retry.record_failure(payload, exc, "default", 100.0) == 0
-        assert retry.record_failure(payload, exc, "slow", 200.0) == 1
+        assert retry_policy.record_failure(payload, exc, "default", 100.0) == 0
+        assert retry_policy.record_failure(payload, exc, "slow", 200.0) == 1
     assert payload["queue"] == "slow"
     assert payload["error_class"] == "ValueError"
     assert len(payload["error_message"]) == 10_000
@@ -100,9 +100,9 @@ def test_backtrace_option_stores_compressed_lines_innermost_first():
     try:
         _inner()
     except PaymentFailed as exc:
-        retry.record_failure(payload, exc, "default", 1.0)
+        retry_policy.record_failure(payload, exc, "default", 1.0)
     assert payload["error_class"] == f"{__name__}.PaymentFailed"
-    lines = retry.decode_backtrace(payload["error_backtrace"])
+    lines = retry_policy.decode_backtrace(payload["error_backtrace"])
     assert len(lines) == 1 and lines[0].endswith(":in `_inner'")
 
 
@@ -113,8 +113,8 @@ def test_backtrace_names_lose_their_angle_brackets():
     try:
         exec(compile("fail()", "<generated>", "exec"), {"fail": fail})
     except PaymentFailed as exc:
-        retry.record_failure(payload, exc, "default", 1.0)
-    lines = retry.decode_backtrace(payload["error_backtrace"])
+        retry_policy.record_failure(payload, exc, "default", 1.0)
+    lines = retry_policy.decode_backtrace(payload["error_backtrace"])
     assert lines[1].endswith(":in `lambda'")
     assert lines[2].startswith("generated:1:in `module'")
     assert not any("<" in line or ">" in line for line in lines)

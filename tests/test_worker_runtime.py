@@ -11,7 +11,7 @@ import pytest
 
 import djqueue
 from djqueue import signals
-from djqueue.retry import decode_backtrace
+from djqueue.retry_policy import decode_backtrace
 from djqueue.store.keys import Keys
 from djqueue.store.working import requeue_process
 
@@ -212,6 +212,32 @@ def test_remote_tstp_quiets_the_process(worker, r):
     time.sleep(1.0)
     assert r.llen("queue:default") == 1
     assert not r.exists("after")
+
+
+def test_quiet_halts_the_pollers_and_the_process_beats_on(worker, r):
+    w = worker()
+    w.launcher.quiet()
+    wait_for(lambda: r.hget(w.identity, "quiet") == "true")
+    pollers = (w.launcher.poller.thread, w.launcher.periodic_poller.thread)
+    wait_for(lambda: not any(t.is_alive() for t in pollers), what="the pollers' end")
+    beat = r.hget(w.identity, "beat")
+    wait_for(lambda: r.hget(w.identity, "beat") != beat, what="a beat after going quiet")
+
+
+def test_a_stopping_process_beats_on_until_its_running_job_has_finished(worker, r):
+    """The manager is stopped first and the heartbeat last: while shutdown waits for a running
+    job the process stays listed, quiet and busy, and its beats go on."""
+    w = worker(timeout=20)
+    jobs.slow.perform_later("slow", 3)
+    wait_for(lambda: r.lrange("slow", 0, -1) == ["started"])
+    w.launcher.signal("TERM")
+    wait_for(lambda: r.hget(w.identity, "quiet") == "true")
+    beat = r.hget(w.identity, "beat")
+    wait_for(lambda: r.hget(w.identity, "beat") not in (beat, None), what="a beat while stopping")
+    assert r.hget(w.identity, "busy") == "1"
+    w.thread.join(30)
+    assert r.lrange("slow", 0, -1) == ["started", "finished"]
+    assert w.identity not in r.smembers("processes")
 
 
 def test_orphaned_jobs_of_a_dead_process_are_pushed_back(worker, r):

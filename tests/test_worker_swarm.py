@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
+from djqueue import signals
 from djqueue.worker.swarm import Swarm
 
 from . import jobs_for_worker as jobs
@@ -155,3 +156,34 @@ def test_a_child_failing_during_shutdown_makes_the_parent_exit_1(tmp_path, caplo
     caplog.set_level(logging.INFO, "djqueue")
     assert run_swarm(Swarm(1, fail_on_term), until=ready.exists) == 1
     assert "exited with code 3 while stopping; exiting with 1" in caplog.text
+
+
+@pytest.mark.filterwarnings(FORK_IN_TESTS)
+def test_a_bug_in_the_parents_loop_is_logged_and_the_slot_filled_at_the_next_pass(tmp_path, caplog):
+    starts = tmp_path / "starts"
+    calls = []
+
+    def breaks_once(_sender, **_kwargs) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a forking hook that fails once")
+
+    def run(_parent: int) -> int:
+        stopping = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        with starts.open("a") as f:
+            f.write("started\n")
+        stopping.wait(30)
+        return 0
+
+    caplog.set_level(logging.INFO, "djqueue")
+    signals.worker_forking.connect(breaks_once)
+    try:
+        code = run_swarm(Swarm(1, run), until=starts.exists)
+    finally:
+        signals.worker_forking.disconnect(breaks_once)
+    assert code == 0
+    assert "swarm failed; trying again" in caplog.text
+    assert "a forking hook that fails once" in caplog.text
+    assert starts.read_text() == "started\n"

@@ -15,7 +15,7 @@ import time
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from .. import retry
+from .. import retry_policy
 from ..payload import Payload, to_seconds
 from ..store.replies import text
 
@@ -76,7 +76,7 @@ class JobRecord:
     def is_malformed(self) -> bool:
         """True when the entry is not a job object (the worker moves such data to dead), or
         is the job object such data was wrapped in (class ``djqueue.Malformed``)."""
-        return self.parse_error is not None or self.item.get("class") == retry.MALFORMED
+        return self.parse_error is not None or self.item.get("class") == retry_policy.MALFORMED
 
     @property
     def jid(self) -> str | None:
@@ -246,6 +246,6 @@ def decode_backtrace(value: Any) -> list[str] | None:
     if not isinstance(value, str):
         return None
     try:
-        return [str(line) for line in retry.decode_backtrace(value)]
+        return [str(line) for line in retry_policy.decode_backtrace(value)]
     except (binascii.Error, zlib.error, ValueError, TypeError):
         return None

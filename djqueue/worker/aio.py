@@ -6,7 +6,7 @@ A processor thread that takes an ``async def`` job does not run it: it hands it 
 network need a few threads, not a thousand. Everything else is shared with the thread
 processors: the batched fetch and acknowledgements (a finished async job is acknowledged with
 the next call any processor makes, or by the loop itself within `ACK_DELAY`, at once when it
-is idle), the retry step, the log lines, the signals, the busy table, job tracking and crash
+is idle), the settle step, the log lines, the signals, the busy table, job tracking and crash
 recovery, each the very step thread-run jobs go through (`djqueue.pipeline`); server
 middleware wraps the job the same way (`djqueue.executor.run_async`).
 
@@ -112,7 +112,7 @@ class AsyncRunner:
                 cancelled = True  # shutdown: never acknowledged, it goes back to its queue
             else:  # the job's own code raised it (an awaited task was cancelled): it failed
                 self.runtime.settle.crashed(unit, exc, f"async job {payload.get('jid')}")
-        except BaseException as exc:  # noqa: BLE001 - past the retry step: settle it as failed
+        except BaseException as exc:  # noqa: BLE001 - past the settle step: settle it as failed
             logger.error("async job %s failed outside its steps", payload.get("jid"), exc_info=exc)
             self.runtime.settle.crashed(unit, exc, f"async job {payload.get('jid')}")
         finally:

@@ -1,4 +1,8 @@
-"""The base of the runtime's threads: the poller, the periodic poller, the heartbeat, the duties.
+"""The runtime's parts, and the base of its own threads (pollers, heartbeat, duties).
+
+A `Part` is what the launcher holds: it is started, told to go quiet, and stopped, each in
+the launcher's one order (`djqueue.worker.launcher.Launcher.parts`). The manager is one; each
+runtime thread is one through `Component`.
 
 Each was built by hand with its own stop event, its own thread and its own "a bug must not end
 the loop"; here that is written once. A component is one pass of work (`Component.tick`)
@@ -12,9 +16,26 @@ loop starts again, so a runtime thread never ends before `stop`.
 from __future__ import annotations
 
 import threading
+from typing import Protocol
 
 from .backoff import REDIS_ERRORS, Backoff
 from .log import logger
+
+#: Seconds a stopping thread gets to end its current pass.
+JOIN = 10.0
+
+
+class Part(Protocol):
+    """One piece of a worker process, as the launcher drives it."""
+
+    def start(self) -> None:
+        """Begin (the start-up work of the launcher is done by then)."""
+
+    def quiet(self) -> None:
+        """The process takes no new work (TSTP, and the first step of a stop)."""
+
+    def stop(self, deadline: float) -> None:
+        """End; ``deadline`` (monotonic) is the shutdown's, the time running jobs have."""
 
 
 class Component:
@@ -27,6 +48,8 @@ class Component:
     after_bug = 1.0
     #: The longest backoff wait after a Redis error.
     backoff_cap = 5.0
+    #: Whether going quiet ends the loop (the pollers: a quiet process pushes nothing).
+    halts_on_quiet = False
 
     def __init__(self) -> None:
         self.stop_event = threading.Event()
@@ -50,10 +73,16 @@ class Component:
         self.stop_event.set()
         self.wake.set()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def quiet(self) -> None:
+        if self.halts_on_quiet:
+            self.halt()
+
+    def stop(self, deadline: float | None = None) -> None:
+        """End the loop and wait up to `JOIN` seconds for its pass: a pass is no job, so the
+        shutdown's ``deadline`` (for running jobs, spent by now) does not shorten that."""
         self.halt()
         if self.thread.is_alive():
-            self.thread.join(timeout)
+            self.thread.join(JOIN)
 
     def wake_up(self) -> None:
         self.wake.set()

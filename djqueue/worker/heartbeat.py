@@ -24,7 +24,7 @@ from .backoff import REDIS_ERRORS
 from .component import Component
 from .fetch import Fetcher
 from .log import logger
-from .stats import Stats
+from .tally import Tally
 
 
 def rss_kb() -> int:
@@ -50,7 +50,7 @@ class Heartbeat:
         keys: Keys,
         identity: str,
         info: dict[str, Any],
-        stats: Stats,
+        tally: Tally,
         fetcher: Fetcher,
         quiet: Callable[[], bool],
     ) -> None:
@@ -59,7 +59,7 @@ class Heartbeat:
         self.status = StatusStore(redis_client, keys)
         self.identity = identity
         self.info_json = json.dumps(info, separators=(",", ":"))
-        self.stats = stats
+        self.tally = tally
         self.fetcher = fetcher
         self.quiet = quiet
         #: djqueue processes known from the last beat (sorted identities), for the poller.
@@ -72,8 +72,8 @@ class Heartbeat:
 
     def beat(self) -> str | None:
         """Write one beat; returns the remote signal popped (``TSTP``, ``TERM``, ``TTIN``)."""
-        processed, failed = self.stats.take()
-        busy = self.stats.busy()
+        processed, failed = self.tally.take()
+        busy = self.tally.busy()
         work = {
             tid: dumps({**w, "payload": w["payload"].decode("utf-8", "replace")})
             for tid, w in busy.items()
@@ -94,7 +94,7 @@ class Heartbeat:
                 self.identity, fields, work, self.fetcher.index_value, processed, failed
             )
         except REDIS_ERRORS:
-            self.stats.give_back(processed, failed)
+            self.tally.give_back(processed, failed)
             raise
         self.peers = sorted(set(peers) | {self.identity})
         tracked = [w["payload"] for w in busy.values() if b'"retention":' in w["payload"]]
@@ -118,8 +118,13 @@ class Heartbeat:
     def clear(self, drop_index: bool = True) -> None:
         """Leave cleanly: flush the last counts and remove every trace of this process
         (but its working-lists entry when ``drop_index`` is false)."""
-        processed, failed = self.stats.take()
+        processed, failed = self.tally.take()
         self.store.clear(self.identity, processed, failed, drop_index)
+
+
+#: Called after each beat with the remote signal it popped (None mostly): the launcher acts
+#: on the signal, then runs the janitor.
+AfterBeat = Callable[[str | None], None]
 
 
 class HeartbeatThread(Component):
@@ -130,22 +135,16 @@ class HeartbeatThread(Component):
     #: After a bug the next beat comes at its time.
     after_bug = 0.0
 
-    def __init__(
-        self,
-        heartbeat: Heartbeat,
-        interval: float,
-        on_signal: Callable[[str], None],
-        after_beat: Callable[[], None],
-    ) -> None:
+    def __init__(self, heartbeat: Heartbeat, interval: float, after_beat: AfterBeat) -> None:
         self.heartbeat = heartbeat
         self.interval = interval
         self.backoff_cap = interval
-        self.on_signal = on_signal
         self.after_beat = after_beat
         super().__init__()
 
-    def beat_now(self) -> None:
-        """Beat at once (after going quiet, so the UI shows it without waiting)."""
+    def quiet(self) -> None:
+        """Beat at once, so the UI shows the process quiet without waiting; beating goes on
+        until the stop (the heartbeat is the launcher's last part)."""
         self.wake_up()
 
     def tick(self) -> float:
@@ -154,10 +153,8 @@ class HeartbeatThread(Component):
             return 0.0
         signal = self.heartbeat.beat()
         self.backoff.reset()
-        if signal:
-            self.on_signal(signal)
         try:
-            self.after_beat()
+            self.after_beat(signal)
         except REDIS_ERRORS as exc:
             self.backoff.failed(exc)
         except Exception:

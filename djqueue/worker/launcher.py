@@ -1,8 +1,15 @@
 """The launcher: one worker process's runtime, start to finish.
 
-It owns the heartbeat, the poller and the manager (with its processors), and turns signals
-(from the OS or popped from ``IDENTITY-signals`` by the heartbeat) into quiet, stop and
-thread dumps. `run` blocks until a stop; the CLI installs the OS signal handlers around it.
+It builds the process's parts from the settings in one place (`Launcher.__init__`) and holds
+them in one list, `Launcher.parts`: the manager (with its processors), the poller, the periodic
+poller, the duties and the heartbeat. Every part is started, quieted and stopped the same way
+(`djqueue.worker.component.Part`), in that one order: the manager first, so a stop waits for
+running jobs before anything else ends, and the heartbeat last, so the process shows alive
+until it is gone. The janitor is no part: it runs on the heartbeat's thread after each beat.
+
+The launcher turns signals (from the OS or popped from ``IDENTITY-signals`` by the heartbeat)
+into quiet, stop and thread dumps. `run` blocks until a stop; the CLI installs the OS signal
+handlers around it.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from ..config import Settings, get_settings
 from ..errors import ConfigurationError
 from ..store import JobStore, Keys
 from .backoff import REDIS_ERRORS, GaveUp, keep_trying, outage
+from .component import Part
 from .duties import DutyThread
 from .fetch import Fetcher
 from .heartbeat import Heartbeat, HeartbeatThread
@@ -34,7 +42,7 @@ from .manager import Manager
 from .memory import MemoryLimit
 from .periodic_poller import PeriodicPoller
 from .poller import Poller
-from .stats import Stats
+from .tally import Tally
 
 #: Seconds between two looks at the queues of a ``--burst`` worker.
 BURST_CHECK = 0.2
@@ -86,39 +94,6 @@ class Launcher:
         self.hostname = hostname()
         self.identity = f"{self.hostname}:{os.getpid()}:{secrets.token_hex(6)}"
         self.started_at = time.time()
-        self.stats = Stats()
-        try:
-            #: The periodic jobs this process declares (code and settings).
-            self.periodic = periodic_declaration.declared(s.periodic)
-        except (TypeError, ValueError) as exc:
-            raise ConfigurationError("periodic", str(exc)) from None
-        #: The frameworks' periodic duties (the outbox relay), read once, here.
-        self.duties = DutyThread(s.poll_interval)
-        self.fetcher = Fetcher(self.redis, self.keys, self.identity, s.queues, block_timeout)
-        self.memory = MemoryLimit(s.max_memory, self.recycle) if s.max_memory else None
-        self.manager = Manager(s, self.jobs, self.fetcher, self.stats, self.memory)
-        self.heartbeat = Heartbeat(
-            self.redis,
-            self.keys,
-            self.identity,
-            self.info,
-            self.stats,
-            self.fetcher,
-            self.manager.quieting.is_set,
-        )
-        self.janitor = Janitor(
-            self.redis,
-            self.keys,
-            self.identity,
-            self.fetcher,
-            self.manager.in_hand,
-            lock_seconds=s.heartbeat_interval,
-        )
-        self.poller = Poller(self.jobs, self.keys, s.default_queue, s.poll_interval, self._slot)
-        self.periodic_poller = PeriodicPoller(s, self.redis, declarations=self.periodic)
-        self.beats = HeartbeatThread(
-            self.heartbeat, s.heartbeat_interval, self.signal, self._after_beat
-        )
         #: Signal names to act on, put by OS signal handlers and by the heartbeat.
         self.signals: queue.SimpleQueue[str] = queue.SimpleQueue()
         #: Set by the first TERM/INT: every wait of the start-up gives up, the run loop stops.
@@ -135,6 +110,47 @@ class Launcher:
         #: ``--burst``: stop, as on TERM, once the queues are empty and nothing runs.
         self.burst = False
         self._drained_once = False
+
+        # -- the parts, built from the settings ------------------------------------------------
+        self.tally = Tally()
+        try:
+            #: The periodic jobs this process declares (code and settings).
+            self.periodic = periodic_declaration.declared(s.periodic)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError("periodic", str(exc)) from None
+        self.fetcher = Fetcher(self.redis, self.keys, self.identity, s.queues, block_timeout)
+        self.memory = MemoryLimit(s.max_memory, self.recycle) if s.max_memory else None
+        self.manager = Manager(s, self.jobs, self.fetcher, self.tally, self.memory, self.forced)
+        self.poller = Poller(self.jobs, self.keys, s, self._slot)
+        self.periodic_poller = PeriodicPoller(s, self.redis, declarations=self.periodic)
+        #: The frameworks' periodic duties (the outbox relay), read once, here.
+        self.duties = DutyThread(s.poll_interval)
+        self.heartbeat = Heartbeat(
+            self.redis,
+            self.keys,
+            self.identity,
+            self.info,
+            self.tally,
+            self.fetcher,
+            self.manager.quieting.is_set,
+        )
+        self.janitor = Janitor(
+            self.redis,
+            self.keys,
+            self.identity,
+            self.fetcher,
+            self.manager.in_hand,
+            lock_seconds=s.heartbeat_interval,
+        )
+        self.beats = HeartbeatThread(self.heartbeat, s.heartbeat_interval, self._after_beat)
+        #: Started, quieted and stopped in this order (see the module's docstring).
+        self.parts: list[Part] = [
+            self.manager,
+            self.poller,
+            self.periodic_poller,
+            self.duties,
+            self.beats,
+        ]
 
     @property
     def info(self) -> dict[str, Any]:
@@ -158,7 +174,9 @@ class Launcher:
             info["duties"] = sorted(self.duties.duties)
         return info
 
-    def _after_beat(self) -> None:
+    def _after_beat(self, signal: str | None) -> None:
+        if signal:
+            self.signal(signal)
         if self.heartbeat.renewed and self.periodic:
             logger.warning(
                 "this process's entry was gone from Redis (restarted empty, or flushed): "
@@ -190,8 +208,8 @@ class Launcher:
     def over_limit(self) -> str | None:
         """Why this process should be replaced (``max_memory``, ``max_jobs``), or None."""
         s = self.settings
-        if s.max_jobs and self.stats.total >= s.max_jobs:
-            return f"{self.stats.total} jobs run (--max-jobs {s.max_jobs})"
+        if s.max_jobs and self.tally.total >= s.max_jobs:
+            return f"{self.tally.total} jobs run (--max-jobs {s.max_jobs})"
         return self.memory.over() if self.memory else None
 
     def _slot(self) -> tuple[int, int]:
@@ -201,7 +219,7 @@ class Launcher:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Announce the process, take back orphaned jobs, then start every thread.
+        """Announce the process, take back orphaned jobs, then start every part.
 
         Raises `GaveUp` when told to stop while Redis has never answered.
         """
@@ -220,11 +238,8 @@ class Launcher:
             keep_trying(self.periodic_poller.declare, "periodic jobs", self.stopping)
         except GaveUp:
             pass
-        self.manager.start()
-        self.poller.start()
-        self.periodic_poller.start()
-        self.beats.start()
-        self.duties.start()
+        for part in self.parts:
+            part.start()
         if signals.worker_started.receivers:
             signals.worker_started.send(self.identity, info=self.info)
         if first:
@@ -234,10 +249,8 @@ class Launcher:
         if self.manager.quieting.is_set():
             return
         logger.info("quiet: finishing running jobs, fetching no more")
-        self.manager.quiet()
-        self.poller.halt()
-        self.periodic_poller.halt()
-        self.beats.beat_now()
+        for part in self.parts:
+            part.quiet()
 
     def stop(self) -> None:
         """Quiet, wait up to ``timeout`` for running jobs, push the rest back, leave."""
@@ -248,16 +261,12 @@ class Launcher:
             signals.worker_stopping.send(self.identity, info=self.info)
         deadline = time.monotonic() + self.settings.timeout
         self.quiet()
-        pushed = self.manager.stop(deadline, self.forced)
-        self.manager.aio.stop()
-        self.poller.stop()
-        self.periodic_poller.stop()
-        self.duties.stop()
-        self.beats.stop()
+        for part in self.parts:
+            part.stop(deadline)
         try:
             # Our working-lists entry stays when the push-back failed, so that a live worker
             # finds the jobs once our identity hash is gone.
-            self.heartbeat.clear(drop_index=pushed is not None)
+            self.heartbeat.clear(drop_index=self.manager.pushed is not None)
         except REDIS_ERRORS as exc:
             logger.warning("could not remove this process from Redis (%s); it will expire", exc)
         self.stopped.set()

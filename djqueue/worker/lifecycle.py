@@ -6,7 +6,7 @@ the job's acknowledgement, which the next fetch of any processor carries (take.l
 job from its working list and writes its end and return value in the same step). So a tracked
 job costs no round trip of its own, and its end is written as soon as its acknowledgement is:
 at once when the processor goes for its next batch, within a heartbeat at the latest.
-Failures are left to the retry step, outside this one, whose writes (retry later, bury) record
+Failures are left to the settle step, outside this one, whose writes (retry later, bury) record
 them in the status; a job asked to stop (``current_job().cancelled``) ends as cancelled whether
 it returned or raised, and is not retried.
 """
@@ -17,10 +17,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from .. import retry, running
+from .. import retry_policy, running
 from .fetch import Unit
-from .job_retry import JOB_ERRORS
 from .log import logger
+from .settle_step import JOB_ERRORS
 
 
 class Lifecycle:
@@ -47,10 +47,11 @@ class Lifecycle:
     @staticmethod
     def raised(unit: Unit, jid: Any, exc: BaseException) -> None:
         """A job asked to stop ends cancelled whatever it raised; any other error goes on to
-        the retry step."""
+        the settle step."""
         if not running.stop_requested(jid):
             raise exc
-        unit.ending = ("cancelled", "", retry.error_class(exc), retry.error_message(exc))
+        error = (retry_policy.error_class(exc), retry_policy.error_message(exc))
+        unit.ending = ("cancelled", "", *error)
 
     def returned(self, unit: Unit, payload: dict[str, Any], jid: Any, value: Any) -> None:
         if running.stop_requested(jid):

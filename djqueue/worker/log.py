@@ -202,12 +202,16 @@ class _Clock:
         return f"{self.prefix}.{int((created - second) * 1000):03d}Z"
 
 
-class TextFormatter(logging.Formatter):
-    """``TIME pid=PID tid=TID [class=... jid=...] LEVEL: message``."""
+class _Formatter(logging.Formatter):
+    """The worker's formats share the clock that reuses the text of the current second."""
 
     def __init__(self) -> None:
         super().__init__()
         self.clock = _Clock()
+
+
+class TextFormatter(_Formatter):
+    """``TIME pid=PID tid=TID [class=... jid=...] LEVEL: message``."""
 
     def format(self, record: logging.LogRecord) -> str:
         context = _context(record)
@@ -222,12 +226,8 @@ class TextFormatter(logging.Formatter):
         return line
 
 
-class JsonFormatter(logging.Formatter):
+class JsonFormatter(_Formatter):
     """One JSON object per line: ``ts``, ``pid``, ``tid``, ``lvl``, ``msg``, ``ctx``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.clock = _Clock()
 
     def format(self, record: logging.LogRecord) -> str:
         context = _context(record)

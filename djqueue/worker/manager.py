@@ -21,7 +21,6 @@ from .backoff import REDIS_ERRORS
 from .buffer import JobBuffer
 from .fetch import Fetcher
 from .job_logger import JobLogger, JobSignals
-from .job_retry import JobRetry
 from .lifecycle import Lifecycle
 from .log import logger
 from .memory import MemoryLimit
@@ -29,48 +28,62 @@ from .processor import Processor
 from .recovery import RecoveryGuard
 from .runtime import Runtime
 from .settle import Settle
-from .stats import Stats
+from .settle_step import SettleStep
+from .tally import Tally
 
 
 class Manager:
+    """A `djqueue.worker.component.Part`: started first and stopped first by the launcher, its
+    stop is the shutdown's wait for running jobs."""
+
     def __init__(
         self,
         settings: Settings,
         jobs: JobStore,
         fetcher: Fetcher,
-        stats: Stats,
+        tally: Tally,
         memory: MemoryLimit | None = None,
+        forced: threading.Event | None = None,
     ) -> None:
         self.settings = settings
         self.fetcher = fetcher
         self.buffer = JobBuffer(fetcher, settings.concurrency)
-        self.stats = stats
+        self.tally = tally
         #: Set by quiet(): processors finish their job and fetch nothing more.
         self.quieting = threading.Event()
         #: Set when shutdown has pushed unfinished jobs back: stop retrying Redis writes.
         self.hard_stop = threading.Event()
+        #: Set (by a second TERM) to stop waiting for running jobs.
+        self.forced = forced or threading.Event()
+        #: What `stop` pushed back: a count, or None when it could not or was cut short.
+        self.pushed: int | None = None
         #: Where every failed job is settled (retry, drop, dead set).
-        self.settle = Settle(jobs, fetcher, settings, stats, self.hard_stop)
-        # Outermost first: the retry decision sees what the others already reported. The
-        # user's and a framework's steps (`djqueue.worker.around`) go around everything, then
-        # the recovery guard (which passes jobs that were not pushed back after a crash).
-        guard = RecoveryGuard(
-            fetcher.lists, self.settle, self.hard_stop, self.buffer, self.jobs_running
-        )
-        inner = [JobRetry(self.settle), JobLogger(), JobSignals(), stats, Lifecycle()]
+        self.settle = Settle(jobs, fetcher, settings, tally, self.hard_stop)
         #: Every job's steps, the same for thread-run and ``async def`` jobs.
-        self.steps: list[Any] = [
-            *around.steps(),
-            guard,
-            *([memory] if memory is not None else []),
-            *inner,
-        ]
+        self.steps: list[Any] = self._steps(memory)
         #: What processors and the async runner are given (not the manager itself).
         self.runtime = Runtime(self.buffer, self.steps, self.settle, self.quieting, self.hard_stop)
         self.aio = AsyncRunner(self.runtime, settings.async_concurrency)
         self.processors: set[Processor] = set()
         self._lock = threading.Lock()
         self._count = 0
+
+    def _steps(self, memory: MemoryLimit | None) -> list[Any]:
+        """The steps around every job, outermost first: the user's and a framework's
+        (`djqueue.worker.around`), the recovery guard (which passes jobs that were not pushed
+        back after a crash), the memory limit, then settling (it sees what the inner steps
+        already reported), the log lines, the signals, the tally and the job's status."""
+        guard = RecoveryGuard(self.settle, self.buffer, self.jobs_running)
+        return [
+            *around.steps(),
+            guard,
+            *([memory] if memory is not None else []),
+            SettleStep(self.settle),
+            JobLogger(),
+            JobSignals(),
+            self.tally,
+            Lifecycle(),
+        ]
 
     def start(self) -> None:
         for _ in range(self.settings.concurrency):
@@ -126,12 +139,16 @@ class Manager:
                 held[(unit.queue, unit.raw)] += 1
         return held
 
-    def stop(self, deadline: float, forced: threading.Event | None = None) -> int | None:
-        """Quiet, wait for running jobs until ``deadline`` (monotonic) or until ``forced`` is
-        set, then push back what is unfinished. Returns the number of jobs pushed back, None
-        when Redis could not be reached (the working lists are then left for a live worker to
-        take back) or when the stop was forced (the entry stays for a sweep)."""
-        forced = forced or threading.Event()
+    def stop(self, deadline: float) -> None:
+        """Quiet, wait for running jobs until ``deadline`` (monotonic) or until `forced` is
+        set, push back what is unfinished, then end the event loop. `pushed` says how many
+        jobs went back: None when Redis could not be reached (the working lists are then left
+        for a live worker to take back) or when the stop was forced (the entry stays for a
+        sweep)."""
+        self.pushed = self._drain(deadline, self.forced)
+        self.aio.stop()
+
+    def _drain(self, deadline: float, forced: threading.Event) -> int | None:
         self.quiet()
         self._wait(deadline, lambda p: True, forced)
         while self.aio.busy() and time.monotonic() < deadline and not forced.is_set():

@@ -64,6 +64,7 @@ class PeriodicPoller(Component):
 
     name = "djqueue-periodic"
     what = "periodic poller"
+    halts_on_quiet = True
 
     def __init__(
         self,

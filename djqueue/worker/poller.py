@@ -3,7 +3,7 @@
 Each job moves atomically (the store's move to queue: ZREM decides, then SADD + LPUSH), so two
 processes polling at once never push one job twice. ``enqueued_at`` is set as the job moves.
 Client middleware is not run again: it ran when the job was first pushed. An entry that is not
-a job is buried in ``dead`` (`djqueue.retry.malformed_entry`), so it cannot stall the poller.
+a job is buried in ``dead`` (`djqueue.retry_policy.malformed_entry`), so it cannot stall the poller.
 
 **When to poll.** Time is cut into slots of ``poll_interval`` seconds (1 s), and the djqueue
 processes (known from the heartbeat) take turns: process k of n polls at the start of every
@@ -19,9 +19,10 @@ import math
 import time
 from collections.abc import Callable
 
+from ..config import Settings
 from ..errors import MalformedJob
 from ..payload import dumps, loads
-from ..retry import malformed_entry
+from ..retry_policy import malformed_entry
 from ..store import JobStore, Keys
 from .component import Component
 from .log import logger
@@ -30,29 +31,26 @@ from .log import logger
 #: Redis responsive for everyone else while it runs.
 BATCH = 100
 
+#: () -> (my index k, number of processes n), from the latest heartbeat.
+Slot = Callable[[], tuple[int, int]]
+
 
 class Poller(Component):
     """Moves due jobs from ``schedule`` and ``retry`` to their queues (a runtime thread)."""
 
     name = "djqueue-poller"
     what = "poller"
+    halts_on_quiet = True
 
-    def __init__(
-        self,
-        store: JobStore,
-        keys: Keys,
-        default_queue: str,
-        interval: float,
-        slot: Callable[[], tuple[int, int]],
-    ) -> None:
+    def __init__(self, store: JobStore, keys: Keys, settings: Settings, slot: Slot) -> None:
         self.store = store
         self.keys = keys
-        self.default_queue = default_queue
-        self.interval = interval
-        #: () -> (my index k, number of processes n), from the latest heartbeat.
+        #: Where a due job without a queue goes (and a malformed one is said to come from).
+        self.default_queue = settings.default_queue
+        self.interval = settings.poll_interval
         self.slot = slot
         #: A bug waits a poll interval before the next look.
-        self.after_bug = interval
+        self.after_bug = self.interval
         super().__init__()
         #: Due jobs could not move at the last look (reported once, until they can).
         self._stuck = False

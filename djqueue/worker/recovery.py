@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..pipeline import Skip
-from ..store import WorkingLists
 from .backoff import keep_trying
 from .buffer import JobBuffer
 from .fetch import Unit
@@ -48,17 +47,11 @@ class RecoveryGuard:
     ``jobs_running()`` is the number of jobs the process runs now (thread processors holding
     one, and jobs on the event loop), the caller included."""
 
-    def __init__(
-        self,
-        lists: WorkingLists,
-        settle: Settle,
-        stop: threading.Event,
-        buffer: JobBuffer,
-        jobs_running: Callable[[], int],
-    ) -> None:
-        self.lists = lists
+    def __init__(self, settle: Settle, buffer: JobBuffer, jobs_running: Callable[[], int]) -> None:
         self.settle = settle
-        self.stop = stop
+        #: Where recovered jobs are counted, and the shutdown's hard stop (as settling's).
+        self.lists = settle.fetcher.lists
+        self.stop = settle.stop
         self.buffer = buffer
         self.jobs_running = jobs_running
         self._one_at_a_time = threading.Lock()

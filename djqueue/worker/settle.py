@@ -1,9 +1,9 @@
 """Settling a failed job: the one place that decides where it goes and writes it there.
 
-Every way a job fails ends here: it raised (the retry step), its processor thread died with it
+Every way a job fails ends here: it raised (the settle step), its processor thread died with it
 or the event loop lost it (`Settle.crashed`), its process died running it too often (`died`,
 from the recovery guard), or its payload is not a job (`malformed`). The decision is
-`decide`, in Python, from the retry policy (`djqueue.retry`): retry later, discard (a
+`decide`, in Python, from the retry policy (`djqueue.retry_policy`): retry later, discard (a
 ``retry_in`` hook said so), drop (``retry: false``, or ``dead: false`` once the retries are
 used up), or bury in ``dead``. The store only makes each outcome's write atomic, out of the
 working list that holds the job; one condition needs Redis itself, as a cancel request can
@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
-from .. import registry, retry, signals
+from .. import registry, retry_policy, signals
 from ..config import Settings
 from ..errors import ProcessDied
 from ..payload import dumps, loads
@@ -30,7 +30,7 @@ from ..store.jobs import STOP_ASKED
 from .backoff import keep_trying
 from .fetch import Fetcher, Unit
 from .log import logger
-from .stats import Stats
+from .tally import Tally
 
 T = TypeVar("T")
 
@@ -50,13 +50,13 @@ def decide(
 ) -> Decision:
     """The retry policy applied to a failure; records the failure in ``payload`` (its
     ``retry_count``, error and times) unless the job is dropped outright."""
-    allowed = retry.max_attempts(payload, settings, definition)
+    allowed = retry_policy.max_attempts(payload, settings, definition)
     if allowed is None:
         return Decision("drop", why="retry: false")
     now = time.time()
-    count = retry.record_failure(payload, exc, queue, now)
-    delay = retry.delay_for(definition, count, exc) if count < allowed else retry.KILL
-    if delay == retry.DISCARD:
+    count = retry_policy.record_failure(payload, exc, queue, now)
+    delay = retry_policy.delay_for(definition, count, exc) if count < allowed else retry_policy.KILL
+    if delay == retry_policy.DISCARD:
         return Decision("discard")
     if isinstance(delay, float):
         return Decision("retry", at=now + delay)
@@ -73,7 +73,7 @@ class Settle:
         jobs: JobStore,
         fetcher: Fetcher,
         settings: Settings,
-        stats: Stats,
+        stats: Tally,
         stop: threading.Event,
     ) -> None:
         self.jobs = jobs
@@ -133,13 +133,13 @@ class Settle:
             f"OOM killer?); it was not run again"
         )
         self.stats.count(failed=True)
-        retry.record_failure(payload, error, unit.queue, time.time())
+        retry_policy.record_failure(payload, error, unit.queue, time.time())
         self._bury(unit, payload)
         unit.acked = True
         self._dead(payload, error)
 
     def malformed(self, unit: Unit, error: Exception) -> None:
-        """A payload that is not a job: to the dead set (`djqueue.retry.malformed_entry`),
+        """A payload that is not a job: to the dead set (`djqueue.retry_policy.malformed_entry`),
         out of the working list."""
         logger.error(
             "malformed job in queue %s moved to the dead set (%s): %r",
@@ -149,7 +149,7 @@ class Settle:
         )
         self.stats.count(failed=True)
         now = time.time()
-        member = retry.malformed_entry(unit.raw, unit.queue, str(error), now)
+        member = retry_policy.malformed_entry(unit.raw, unit.queue, str(error), now)
         self._write(lambda: self.jobs.bury([(unit.raw, member)], now, unit.working, "list"))
         unit.acked = True
         if signals.job_dead.receivers:
@@ -207,8 +207,8 @@ class Settle:
         its error, in the same step."""
         if "retention" in payload:
             error = {
-                "error_class": retry.error_class(exc),
-                "error_message": retry.error_message(exc),
+                "error_class": retry_policy.error_class(exc),
+                "error_message": retry_policy.error_message(exc),
             }
             self.status.finish(unit.working, unit.raw, state, error)
         else:

@@ -32,6 +32,7 @@ from typing import Any
 
 from .. import connection, signals
 from . import log
+from .component import Component
 from .launcher import RECYCLED
 from .log import logger
 
@@ -48,10 +49,17 @@ def process_count(setting: int) -> int:
     return setting or os.cpu_count() or 1
 
 
-class Swarm:
+class Swarm(Component):
     """``Swarm(n, run_child).run()``: ``run_child(parent_pid)`` runs one worker and returns its
     exit code; it is called in each forked child, which then exits with that code. A child
-    stops by itself if the parent dies (kill -9): it checks its parent at every heartbeat."""
+    stops by itself if the parent dies (kill -9): it checks its parent at every heartbeat.
+
+    The parent's loop is a `Component`'s, run on the calling (main) thread, which alone may
+    install signal handlers: one pass reaps, refills and obeys a signal, and a bug in a pass
+    is logged and the loop goes on, so the children are not left without their parent."""
+
+    name = "djqueue-swarm"
+    what = "swarm"
 
     def __init__(self, size: int, run_child: Callable[[int], int]) -> None:
         self.size = size
@@ -63,29 +71,40 @@ class Swarm:
         self.pauses: dict[int, float] = {}
         self.signals: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.stopping = False
-        self.quiet = False
+        #: Told TSTP: children forked from now on are told too.
+        self.quieted = False
         self.failed = False
+        super().__init__()
 
     # -- the parent's loop ---------------------------------------------------------------------
 
-    def run(self) -> int:
+    def run(self) -> int:  # type: ignore[override]
+        # The component's loop (`Component.run`) inside, with the handlers and the exit code
+        # around it; the swarm is never `start`ed on a thread of its own.
         restore = self._install_handlers()
         try:
             logger.info("swarm: starting %d worker processes", self.size)
-            for slot in range(self.size):
-                self._fork(slot)
-            while self.children or (self.waiting and not self.stopping):
-                self._reap()
-                self._refill()
-                try:
-                    name = self.signals.get(timeout=0.2)
-                except queue.Empty:
-                    continue
-                self._obey(name)
+            # Every slot is due at once: the loop's first pass forks them.
+            self.waiting = dict.fromkeys(range(self.size), 0.0)
+            super().run()
             logger.info("swarm: every worker process has stopped; bye")
             return 1 if self.failed else 0
         finally:
             restore()
+
+    def tick(self) -> float:
+        """One pass: reap the children that ended, fork the due ones, obey one signal."""
+        if not self.children and (not self.waiting or self.stopping):
+            self.halt()
+            return 0.0
+        self._reap()
+        self._refill()
+        try:
+            name = self.signals.get(timeout=0.2)
+        except queue.Empty:
+            return 0.0
+        self._obey(name)
+        return 0.0
 
     def _obey(self, name: str) -> None:
         if name in ("TERM", "INT"):
@@ -94,7 +113,7 @@ class Swarm:
             self.stopping = True
             self.waiting.clear()
         elif name == "TSTP":
-            self.quiet = True
+            self.quieted = True
         for pid in list(self.children):
             try:
                 os.kill(pid, getattr(signal, f"SIG{name}"))
@@ -145,8 +164,8 @@ class Swarm:
         now = time.monotonic()
         for slot, when in list(self.waiting.items()):
             if when <= now:
+                self._fork(slot)  # should it fail, the slot stays due for the next pass
                 del self.waiting[slot]
-                self._fork(slot)
 
     # -- forking ---------------------------------------------------------------------------------
 
@@ -172,7 +191,7 @@ class Swarm:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
         log.after_fork()
         self.children[pid] = (slot, time.monotonic())
-        if self.quiet:
+        if self.quieted:
             os.kill(pid, signal.SIGTSTP)
 
     def _child(self, parent: int, blocked: set[int]) -> None:

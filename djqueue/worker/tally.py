@@ -1,4 +1,5 @@
-"""Per-process counters and the busy-work table, kept in memory and written by the heartbeat.
+"""The tally: this process's counters and busy-work table, kept in memory and written by the
+heartbeat. (What the API reads back from Redis is `djqueue.api.Stats`, Sidekiq's name.)
 
 Counting in memory keeps Redis out of the hot path: the heartbeat flushes the counts with
 INCRBY once per beat (Sidekiq does the same), so ``stat:processed`` lags by one beat at most.
@@ -24,7 +25,7 @@ def _task_ident() -> int | None:
     return id(asyncio.current_task())
 
 
-class Stats:
+class Tally:
     """Counts processed and failed jobs and records which thread runs which job.
 
     Used as a runtime step (`djqueue.pipeline`). Every job counts as processed when it ends,

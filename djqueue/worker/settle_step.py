@@ -1,5 +1,8 @@
-"""The retry step: a job that raised is settled (`djqueue.worker.settle`: retry, discard, drop
-or the dead set) and does not raise any further."""
+"""The settle step: a job that raised is handed to `djqueue.worker.settle` (retry, discard,
+drop or the dead set, by the policy of `djqueue.retry_policy`) and raises no further.
+
+Sidekiq calls this step ``JobRetry``; here the name says what it does at runtime, so it is not
+mistaken for the policy it applies."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from .settle import Settle
 JOB_ERRORS = (Exception, SystemExit)
 
 
-class JobRetry:
+class SettleStep:
     """Runtime step (`djqueue.pipeline`): swallows the job's error once settled."""
 
     def __init__(self, settle: Settle) -> None:
