@@ -10,7 +10,7 @@ import random
 import redis
 
 from djqueue.api import DeadSet, Filter, Queue, RetrySet
-from djqueue.web import display
+from djqueue.web import display, frames
 from djqueue.web.actions import run
 from djqueue.web.chart import history_svg, nice_ceiling
 from djqueue.web.lists import job_list
@@ -232,3 +232,24 @@ def test_entries_with_impossible_times_still_list(r: redis.Redis) -> None:
     assert job_list("queue", ListQuery(), queue="default").rows[0].when == ""
     assert DeadSet().entry("nan-x") is None and DeadSet().entry("inf-" + "d" * 24) is None
     assert ListQuery.parse({"p": "9" * 40}).page == 1_000_000
+
+
+def test_backtrace_lines_read_as_frames_with_source_from_python_files_only() -> None:
+    here = frames.source_line(__file__, 1)
+    assert here.startswith('"""`djqueue.web` without a framework')
+    read = frames.frames(
+        [
+            f"{__file__}:1:in `module'",
+            "app/jobs/charge.rb:12:in 'Charge#perform'",  # Ruby 3.4's quotes
+            "/etc/passwd:1:in `x'",  # a hostile entry: not a Python file, not read
+            "[previous line repeated 3 more times]",
+        ]
+    )
+    assert (read[0].line, read[0].function, read[0].source) == (1, "module", here)
+    assert (read[1].file, read[1].line, read[1].function) == (
+        "app/jobs/charge.rb",
+        12,
+        "Charge#perform",
+    )
+    assert read[1].source == "" and read[2].source == ""
+    assert (read[3].function, read[3].text) == ("", "[previous line repeated 3 more times]")

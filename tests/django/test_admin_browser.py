@@ -337,8 +337,10 @@ def tour(
         "ValueError: card declined for order-1013"
     )
     expect(page.locator(".djqueue-job")).to_contain_text(declined[0])
-    expect(page.locator(".djqueue-backtrace pre")).to_contain_text("test_admin_browser.py")
-    expect(page.locator(".djqueue-backtrace pre")).to_contain_text("charge_card")
+    innermost = page.locator(".djqueue-frames li").first
+    expect(innermost.locator(".djqueue-frame-file")).to_contain_text("test_admin_browser.py")
+    expect(innermost.locator(".djqueue-frame-function")).to_have_text("charge_card")
+    expect(innermost.locator(".djqueue-frame-source")).to_contain_text("raise ValueError(")
     expect(page.locator(".djqueue-payload pre")).to_contain_text('"retry_count": 0')
     expect(field(page, "Retry")).to_have_text("5")  # @djqueue.job(retry=5)
     expect(field(page, "Retry count")).to_have_text("0")

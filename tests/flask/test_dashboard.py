@@ -18,6 +18,8 @@ import djqueue
 from djqueue.api import DeadSet, Queue, RetrySet, ScheduledSet
 from flask_djqueue import DjQueue
 from flask_djqueue.dashboard import dashboard_blueprint
+from tests import jobs_for_worker as jobs
+from tests.page_support import check_traceback_pages, frames
 from tests.worker_support import Running, wait_for
 
 
@@ -111,10 +113,25 @@ def test_every_page_renders(
     assert "Ruby::Job" in client.get("/jobs/dead").text
     (key,) = keys(retries)
     job = client.get(f"/jobs/retries/{key}")
-    assert job.status_code == 200 and "in `fails" in job.text.replace("&#39;", "'")
+    assert job.status_code == 200 and frames(job.text)[0][2] == "fails"
     assert client.get("/jobs/busy").status_code == 200
     found = client.get("/jobs/retries?q=p0&_facets=1")
     assert "flask_dash.fails (1)" in found.text and "1 result (" in found.text
+
+
+def test_job_page_shows_the_traceback_frames_by_default(
+    client: Any, worker: Callable[..., Running]
+) -> None:
+    running = worker()
+    jobs.nested.perform_async("tray 2")
+    jobs.no_backtrace.perform_async("tray 3")
+    wait_for(lambda: RetrySet().size == 2)
+    running.stop()
+    pages = {}
+    for key in keys(client.get("/jobs/retries")):
+        page = client.get(f"/jobs/retries/{key}").text
+        pages["quiet" if "t.no_backtrace" in page else "deeper"] = page
+    check_traceback_pages(pages["deeper"], pages["quiet"])
 
 
 def test_actions(client: Any, failed: Callable[[int], list[str]]) -> None:

@@ -107,7 +107,9 @@ def test_every_page_and_a_retry(page: Page, failed: Callable[[int], None]) -> No
         screenshot(page, name, prefix="flask")
     page.goto("/jobs/retries")
     page.locator("tbody th a").first.click()
-    expect(page.locator(".djqueue-backtrace")).to_contain_text("in `charge'")
+    innermost = page.locator(".djqueue-frames li").first
+    expect(innermost.locator(".djqueue-frame-function")).to_have_text("charge")
+    expect(innermost.locator(".djqueue-frame-source")).to_contain_text("raise")
     screenshot(page, "job", prefix="flask")
     page.click("button[value=retry]")
     expect(page.locator(".messagelist")).to_have_text("Retried 1 job.")
