@@ -27,6 +27,7 @@ from djqueue.api import DeadSet, Queue, RetrySet, Stats
 from tests.browser import (
     VIEWPORT,
     Problems,
+    check_narrow_list,
     expect,
     launch,
     log_in,
@@ -431,6 +432,14 @@ def test_retry_kill_and_delete_from_the_retry_list(
     page.goto(f"{ADMIN}/deadjob/")
     expect(rows(page)).to_have_count(1)
     expect(row(page, second)).to_contain_text("card declined for order-1001")
+    assert problems.take() == []
+
+
+def test_a_list_page_fits_420_px(
+    page: Page, problems: Problems, fail: Callable[..., list[str]]
+) -> None:
+    fail(charge_card, 3)
+    check_narrow_list(page, f"{ADMIN}/retryjob/", prefix="admin")
     assert problems.take() == []
 
 
