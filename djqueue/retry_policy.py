@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
+import re
 import traceback
 import zlib
 from typing import Any
@@ -21,6 +23,16 @@ from .payload import Payload, dumps, new_jid
 
 #: Longest ``error_message`` kept, as in Sidekiq.
 MAX_ERROR_MESSAGE = 10_000
+
+#: Backtrace lines kept when a job does not set ``backtrace``: the failing frame and the
+#: callers that explain it, without making every retry entry large.
+DEFAULT_BACKTRACE_LINES = 30
+#: What ``backtrace: true`` asks for: every line (`MAX_BACKTRACE_BYTES` still applies).
+ALL_LINES = 1_000_000
+#: Most bytes of a kept backtrace, as JSON text before compression, whatever the option.
+MAX_BACKTRACE_BYTES = 8_192
+#: Frames from here outward are djqueue's runtime, not the job's code.
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 #: What a ``retry_in`` hook may return besides a number of seconds (Sidekiq 6.5's symbols).
 KILL = "kill"
@@ -119,24 +131,97 @@ def record_failure(payload: Payload, exc: BaseException, queue: str, at: float) 
 
 
 def backtrace_lines(option: Any) -> int:
-    """How many lines the ``backtrace`` option asks for: True = all, a number, else none."""
+    """How many lines the ``backtrace`` option asks for.
+
+    Missing (or null): `DEFAULT_BACKTRACE_LINES`, so that a failed job's page shows where it
+    failed without the job asking; True: all; a positive number: that many; anything else
+    (False, 0, a string) none. Whatever the number, `MAX_BACKTRACE_BYTES` bounds what is kept.
+    """
+    if option is None:
+        return DEFAULT_BACKTRACE_LINES
     if option is True:
-        return 1_000_000
+        return ALL_LINES
     if isinstance(option, int) and not isinstance(option, bool) and option > 0:
         return option
     return 0
 
 
-def format_backtrace(exc: BaseException, limit: int) -> list[str]:
-    """Frames innermost first, as ``file:line:in `function'`` (the shape Sidekiq's UI shows).
+def format_backtrace(
+    exc: BaseException, limit: int, max_bytes: int = MAX_BACKTRACE_BYTES
+) -> list[str]:
+    """Frames innermost first, as ``file:line:in `function'`` (the shape Sidekiq's UI shows),
+    at most ``limit`` lines and ``max_bytes`` of JSON text.
+
+    The outer frames of djqueue's own runtime (the processor, the middleware chain) are left
+    out: they are the same for every job and would push the job's own frames past the caps.
+    A run of one frame repeated (a runaway recursion) is kept once, followed by a
+    ``[previous line repeated N more times]`` line, as Python's own tracebacks do, so the
+    frames that started the recursion still fit. When the byte cap cuts frames, a last
+    ``[N more frames not kept]`` line says so.
 
     Angle brackets are left out (``<lambda>`` -> ``lambda``, ``<string>`` -> ``string``):
     Sidekiq's Web UI prints the lines unescaped, so a browser would take them for tags and
     show nothing.
     """
-    frames = traceback.extract_tb(exc.__traceback__)
+    frames = [
+        (frame.f_code.co_filename, lineno, frame.f_code.co_name)
+        for frame, lineno in traceback.walk_tb(exc.__traceback__)
+    ]
+    while len(frames) > 1 and _is_runtime(frames[0][0]):
+        frames.pop(0)
     frames.reverse()
-    return [f"{_plain(f.filename)}:{f.lineno}:in `{_plain(f.name)}'" for f in frames[:limit]]
+    lines: list[str] = []
+    for filename, lineno, name in frames:
+        line = f"{_plain(filename)}:{lineno}:in `{_plain(name)}'"
+        if lines and _same(lines, line):
+            _repeat(lines)
+        else:
+            lines.append(line)
+    return _capped(lines, limit, max_bytes)
+
+
+def _is_runtime(filename: str) -> bool:
+    return filename.startswith(_RUNTIME_DIR)
+
+
+_REPEATED = re.compile(r"^\[previous line repeated (\d+) more times?\]$")
+
+
+def _same(lines: list[str], line: str) -> bool:
+    """Whether ``line`` repeats the last frame kept (skipping its repeat marker)."""
+    last = lines[-1]
+    if _REPEATED.match(last) and len(lines) > 1:
+        last = lines[-2]
+    return last == line
+
+
+def _repeat(lines: list[str]) -> None:
+    found = _REPEATED.match(lines[-1])
+    count = int(found.group(1)) + 1 if found else 1
+    marker = f"[previous line repeated {count} more time{'s' if count != 1 else ''}]"
+    if found:
+        lines[-1] = marker
+    else:
+        lines.append(marker)
+
+
+def _capped(lines: list[str], limit: int, max_bytes: int) -> list[str]:
+    """The first ``limit`` lines, or fewer when they pass ``max_bytes``: then a last line
+    counts the frames the byte cap left out (a line count is what was asked for; a cut by
+    size is not, so it is said)."""
+    kept: list[str] = []
+    used = 2  # the JSON array's brackets
+    wanted = lines[:limit]
+    for n, line in enumerate(wanted):
+        cost = len(json.dumps(line).encode()) + 1
+        reserve = 40 if n + 1 < len(wanted) else 0  # room for the closing "not kept" line
+        if used + cost + reserve > max_bytes:
+            left = len(wanted) - n
+            kept.append(f"[{left} more frame{'s' if left != 1 else ''} not kept]")
+            break
+        kept.append(line)
+        used += cost
+    return kept
 
 
 def _plain(name: str) -> str:

@@ -84,6 +84,20 @@ def namespace(value: Any) -> str:
     return value
 
 
+def time_zone(value: Any) -> str:
+    """An IANA time zone name the system's zone database knows (``"Europe/Paris"``)."""
+    from zoneinfo import ZoneInfo
+
+    try:
+        ZoneInfo(value)
+    except (KeyError, ValueError, OSError, TypeError):  # ZoneInfoNotFoundError is a KeyError
+        raise Invalid(
+            f"must be a time zone name the zone database knows, such as 'Europe/Paris' or "
+            f"'UTC'{_got(value)}"
+        ) from None
+    return str(value)
+
+
 def boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise Invalid(f"must be True or False{_got(value)}")

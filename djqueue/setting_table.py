@@ -268,6 +268,14 @@ INTEGRATION: tuple[Setting, ...] = (
         default=(),
     ),
     Setting(
+        "TIME_ZONE",
+        c.time_zone,
+        'the time zone the dashboard shows times in (an IANA name, `"Europe/Paris"`); the '
+        "exact UTC time shows on hover. Django's admin uses `TIME_ZONE` instead",
+        frameworks=(FLASK,),
+        default="UTC",
+    ),
+    Setting(
         "TESTING",
         lambda value: c.choice("fake", "inline", None)(value or None),
         '`"fake"` records this app\'s pushes, `"inline"` runs them '

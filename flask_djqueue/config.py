@@ -35,6 +35,8 @@ class AppOptions:
     testing: str | None = None
     outbox_relay: bool | None = None
     outbox_grace: float = 10.0
+    #: The zone the dashboard shows times in (``DJQUEUE_TIME_ZONE``, checked).
+    time_zone: str = "UTC"
 
     @property
     def outbox_chosen(self) -> bool:
@@ -108,6 +110,7 @@ def _options(values: Mapping[str, Any]) -> AppOptions:
         found["TESTING"],
         found["OUTBOX_RELAY"],
         float(found["OUTBOX_GRACE"]),
+        found["TIME_ZONE"],
     )
     if options.outbox_chosen and not _sqlalchemy_installed():
         key = "ENQUEUE_ON_COMMIT" if options.enqueue_on_commit == "outbox" else "OUTBOX_RELAY"

@@ -23,10 +23,12 @@ side's settings are missing. Mounted like this::
 
 from __future__ import annotations
 
+import functools
 import hmac
 import secrets
 from collections.abc import Callable
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from flask import (
     Blueprint,
@@ -47,7 +49,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from djqueue.config import Settings
 from djqueue.errors import BadKey, RedisUnavailable
-from djqueue.web import assets, forms
+from djqueue.web import assets, display, forms
 from djqueue.web import busy as web_busy
 from djqueue.web import periodic as web_periodic
 from djqueue.web import queues as web_queues
@@ -102,11 +104,14 @@ def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard
         ("/periodic/<path:name>", pages.periodic_entry, ["GET", "POST"]),
         ("/job", pages.job_status, ["GET"]),
     ):
-        bp.add_url_rule(rule, view.__name__, view, methods=methods)
+        bp.add_url_rule(rule, view.__name__, pages.zoned(view), methods=methods)
     for segment in LISTS:
-        bp.add_url_rule(f"/{segment}", segment, pages.job_set, methods=["GET", "POST"])
+        bp.add_url_rule(f"/{segment}", segment, pages.zoned(pages.job_set), methods=["GET", "POST"])
         bp.add_url_rule(
-            f"/{segment}/<path:key>", f"{segment}_job", pages.set_job, methods=["GET", "POST"]
+            f"/{segment}/<path:key>",
+            f"{segment}_job",
+            pages.zoned(pages.set_job),
+            methods=["GET", "POST"],
         )
     return bp
 
@@ -141,6 +146,19 @@ class _Pages:
                 f"no Redis to show: {SET_UP}"
             )
         return None
+
+    def zoned(self, view: Any) -> Any:
+        """``view`` with its times shown in the app's ``DJQUEUE_TIME_ZONE`` (checked when
+        the app was set up)."""
+
+        @functools.wraps(view)
+        def answer(*args: Any, **kwargs: Any) -> Any:
+            app = state_of(current_app)
+            name = app.options.time_zone if app is not None else "UTC"
+            with display.in_zone(ZoneInfo(name)):
+                return view(*args, **kwargs)
+
+        return answer
 
     def allowed(self, permission: str) -> bool:
         return self.auth is None or self.auth(permission) is True

@@ -123,3 +123,25 @@ __all__ = [
     "sync_playwright",
     "update_docs_screenshot",
 ]
+
+
+#: The width a phone held upright gives a page (CSS pixels), which the list pages must fit.
+NARROW = {"width": 420, "height": 900}
+
+
+def check_narrow_list(page: Page, path: str, prefix: str) -> Path:
+    """The list page at ``path`` at 420 px wide: the page itself does not scroll sideways, the
+    table scrolls inside its box, and the filters are folded (one tap opens one)."""
+    page.set_viewport_size(NARROW)
+    page.goto(path)
+    shot = screenshot(page, "retries-420px", prefix=prefix)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= NARROW["width"], f"the page is {width} px wide"
+    table = page.locator("#result_list")
+    assert table.evaluate("e => e.scrollWidth > e.clientWidth"), "the table does not scroll"
+    filters = page.locator("#changelist-filter details")
+    assert filters.count() > 0
+    assert filters.evaluate_all("all => all.every(d => !d.open)"), "the filters are not folded"
+    filters.first.locator("summary").click()
+    assert filters.first.evaluate("d => d.open")
+    return shot

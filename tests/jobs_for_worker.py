@@ -79,6 +79,33 @@ def fail(message: str) -> None:
     raise ValueError(message)
 
 
+def _charge(order: str) -> None:
+    raise LookupError(f"no card on file for {order}")
+
+
+@djqueue.job(name="t.nested", retry=3)
+def nested(order: str) -> None:
+    """Fails two calls deep, with no ``backtrace`` option: the default traceback is kept."""
+    _charge(order)
+
+
+@djqueue.job(name="t.no_backtrace", retry=3, backtrace=False)
+def no_backtrace(order: str) -> None:
+    _charge(order)
+
+
+def _deeper(depth: int) -> int:
+    return _deeper(depth + 1) + 1 if depth < 2_000 else 0
+
+
+@djqueue.job(name="t.recurse", retry=3, backtrace=True)
+def recurse() -> None:
+    """A 2,000-deep recursion: more frames than any cap (a RecursionError with the default
+    recursion limit, a ValueError past it)."""
+    _deeper(0)
+    raise ValueError("the recursion limit is above 2,000 here")
+
+
 exhausted: list[tuple[str, str]] = []
 
 

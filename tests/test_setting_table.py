@@ -59,6 +59,7 @@ def test_integration_options_come_with_their_defaults_and_one_message_style():
         "OUTBOX_GRACE": 0,
         "REQUEST_ID_HEADER": "X-Request-ID",
         "CONTEXT_KEYS": (),
+        "TIME_ZONE": "UTC",
         "TESTING": None,
     }
     with pytest.raises(djqueue.ConfigurationError) as caught:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import random
+from zoneinfo import ZoneInfo
 
 import redis
 
 from djqueue.api import DeadSet, Filter, Queue, RetrySet
-from djqueue.web import display
+from djqueue.web import display, frames
 from djqueue.web.actions import run
 from djqueue.web.chart import history_svg, nice_ceiling
 from djqueue.web.lists import job_list
@@ -85,8 +86,11 @@ def test_search_text_is_matched_as_json_spells_it(r: redis.Redis) -> None:
 def test_fields_only_search_ignores_the_arguments(r: redis.Redis) -> None:
     fill(r, "retry", 50)
     assert RetrySet().page(0, 25, Filter(text="user7@")).matches == 1
+    assert RetrySet().page(0, 25, Filter(text="USER7@")).matches == 1
     assert RetrySet().page(0, 25, Filter(text="user7@", fields_only=True)).matches == 0
     assert RetrySet().page(0, 25, Filter(text=f"{7:024x}", fields_only=True)).matches == 1
+    assert RetrySet().page(0, 25, Filter(text=f"{10:024X}", fields_only=True)).matches == 0
+    assert RetrySet().page(0, 25, Filter(text=f"{10:024X}")).matches == 0  # a jid as written
 
 
 def test_facets_count_each_filter_as_if_it_were_not_set(r: redis.Redis) -> None:
@@ -161,7 +165,16 @@ def test_display_helpers() -> None:
     assert display.relative(None) == ""
     assert display.number(1234567) == "1,234,567"
     assert display.kilobytes(153_600) == "150.0 MB"
-    assert display.latency(0) == "0" and display.latency(1.26) == "1.3 s"
+    assert display.latency(0) == "0 s" and display.latency(1.26) == "1.3 s"
+    spans = [(0.012, "12 ms"), (3.41, "3.4 s"), (42, "42 s"), (150, "2 min")]
+    spans += [(3600, "1 h"), (3900, "1 h 5 min"), (3 * 86400 + 4 * 3600, "3 d 4 h")]
+    assert [display.span(seconds) for seconds, _ in spans] == [text for _, text in spans]
+    at = 1_795_000_000.0  # 2026-11-18 11:06:40 UTC
+    assert display.timestamp(at) == "2026-11-18 11:06:40 UTC"
+    with display.in_zone(ZoneInfo("Europe/Paris")):
+        assert display.timestamp(at) == "2026-11-18 12:06:40 CET"
+        assert display.exact(at) == "2026-11-18 12:06:40 CET (UTC 2026-11-18T11:06:40.000Z)"
+    assert display.timestamp(at) == "2026-11-18 11:06:40 UTC"  # the zone ends with the block
     args = [{"user": 3, "api_key": "k", "nested": [{"Password": "p"}]}, "x" * 300]
     text = display.args_text(args, show=True)
     assert '"api_key": "********"' in text and '"Password": "********"' in text
@@ -184,7 +197,7 @@ def test_names_are_read_as_sidekiq_writes_them(r: redis.Redis) -> None:
     """Sidekiq writes "args" before "class", and an argument may have a "class" of its own;
     errors may hold quotes and backslashes."""
     sidekiq = (
-        '{"retry":true,"queue":"default","args":[{"class":"User","id":1}],"class":"HardJob",'
+        '{"retry":true,"queue":"default","args":[{"class":"Account","id":1}],"class":"HardJob",'
         '"jid":"aaaaaaaaaaaaaaaaaaaaaaaa","error_class":"PG::Error",'
         '"error_message":"relation \\"users\\" does not exist\\n"}'
     )
@@ -195,7 +208,10 @@ def test_names_are_read_as_sidekiq_writes_them(r: redis.Redis) -> None:
     assert [row.jid for row in hidden.rows] == ["a" * 24]
     keep = ListQuery(q='relation "users"').filter(show_args=False)
     assert RetrySet().page(0, 25, keep).matches == 1
-    assert RetrySet().page(0, 25, ListQuery(q="User").filter(show_args=False)).matches == 0
+    assert RetrySet().page(0, 25, ListQuery(q="Account").filter(show_args=False)).matches == 0
+    # The fields are searched whatever the case: the error's "users", the job's name.
+    for q in ('RELATION "USERS', "hardjob"):
+        assert RetrySet().page(0, 25, ListQuery(q=q).filter(show_args=False)).matches == 1, q
 
 
 def test_the_queue_filter_reads_the_queue_the_list_shows(r: redis.Redis) -> None:
@@ -232,3 +248,24 @@ def test_entries_with_impossible_times_still_list(r: redis.Redis) -> None:
     assert job_list("queue", ListQuery(), queue="default").rows[0].when == ""
     assert DeadSet().entry("nan-x") is None and DeadSet().entry("inf-" + "d" * 24) is None
     assert ListQuery.parse({"p": "9" * 40}).page == 1_000_000
+
+
+def test_backtrace_lines_read_as_frames_with_source_from_python_files_only() -> None:
+    here = frames.source_line(__file__, 1)
+    assert here.startswith('"""`djqueue.web` without a framework')
+    read = frames.frames(
+        [
+            f"{__file__}:1:in `module'",
+            "app/jobs/charge.rb:12:in 'Charge#perform'",  # Ruby 3.4's quotes
+            "/etc/passwd:1:in `x'",  # a hostile entry: not a Python file, not read
+            "[previous line repeated 3 more times]",
+        ]
+    )
+    assert (read[0].line, read[0].function, read[0].source) == (1, "module", here)
+    assert (read[1].file, read[1].line, read[1].function) == (
+        "app/jobs/charge.rb",
+        12,
+        "Charge#perform",
+    )
+    assert read[1].source == "" and read[2].source == ""
+    assert (read[3].function, read[3].text) == ("", "[previous line repeated 3 more times]")

@@ -84,7 +84,15 @@ def test_record_failure_fields_first_and_later():
     assert len(payload["error_message"]) == 10_000
     assert payload["failed_at"] == 100.0 and payload["retried_at"] == 200.0
     assert payload["retry_count"] == 1
-    assert "error_backtrace" not in payload
+    # Without a backtrace option the default few lines are kept; backtrace: false keeps none.
+    where = retry_policy.decode_backtrace(payload["error_backtrace"])[0]
+    assert where.endswith("in `test_record_failure_fields_first_and_later'")
+    quiet = {"class": "x", "args": [], "backtrace": False}
+    try:
+        raise ValueError("m")
+    except ValueError as exc:
+        retry_policy.record_failure(quiet, exc, "default", 100.0)
+    assert "error_backtrace" not in quiet
 
 
 class PaymentFailed(Exception):
@@ -104,6 +112,30 @@ def test_backtrace_option_stores_compressed_lines_innermost_first():
     assert payload["error_class"] == f"{__name__}.PaymentFailed"
     lines = retry_policy.decode_backtrace(payload["error_backtrace"])
     assert len(lines) == 1 and lines[0].endswith(":in `_inner'")
+
+
+def test_backtrace_caps_hold_whatever_the_option():
+    def outer(n: int) -> None:
+        if n:
+            return middle(n - 1)
+        _inner()
+
+    def middle(n: int) -> None:
+        return outer(n)
+
+    for option, most in ((None, retry_policy.DEFAULT_BACKTRACE_LINES), (3, 3), (True, None)):
+        payload = {"class": "x", "args": [], "backtrace": option}
+        try:
+            outer(400)  # alternating frames: nothing to fold, 801 of them
+        except PaymentFailed as exc:
+            retry_policy.record_failure(payload, exc, "default", 1.0)
+        lines = retry_policy.decode_backtrace(payload["error_backtrace"])
+        assert len(json.dumps(lines, separators=(",", ":"))) <= retry_policy.MAX_BACKTRACE_BYTES
+        if most is None:  # all asked for: the byte cap cuts, and says so
+            assert lines[-1].endswith("more frames not kept]") and len(lines) > 30
+        else:
+            assert len(lines) == most
+        assert lines[0].endswith("in `_inner'") and lines[1].endswith("in `outer'")
 
 
 def test_backtrace_names_lose_their_angle_brackets():

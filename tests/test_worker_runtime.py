@@ -5,12 +5,13 @@ scheduled jobs wait for their time, the heartbeat tells Redis what runs."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
 
 import djqueue
-from djqueue import signals
+from djqueue import retry_policy, signals
 from djqueue.retry_policy import decode_backtrace
 from djqueue.store.keys import Keys
 from djqueue.store.working import requeue_process
@@ -66,12 +67,39 @@ def test_a_failing_job_lands_in_retry_with_sidekiqs_fields(worker, r):
     assert job["error_message"] == "boom"
     assert job["retry_count"] == 0
     assert isinstance(job["failed_at"], float)
-    assert "retried_at" not in job and "error_backtrace" not in job
+    assert "retried_at" not in job
+    assert decode_backtrace(job["error_backtrace"])[0].endswith(":in `fail'")  # by default
     assert job["failed_at"] + 15 <= score <= job["failed_at"] + 15 + 9
     assert r.llen(f"djqueue:working:{w.identity}:default") == 0
     w.stop()
     assert r.get("stat:failed") == "1"
     assert r.get("stat:processed") == "1"
+
+
+def test_a_failed_job_keeps_its_traceback_by_default_innermost_first(worker, r):
+    jobs.nested.perform_later("order-7")
+    jobs.no_backtrace.perform_later("order-8")
+    worker()
+    entries = wait_for(lambda: r.zcard("retry") == 2 and r.zrange("retry", 0, -1))
+    failed = {job["class"]: job for job in map(json.loads, entries)}
+    lines = decode_backtrace(failed["t.nested"]["error_backtrace"])
+    assert lines[0].endswith(":in `_charge'") and "jobs_for_worker.py:" in lines[0]
+    assert lines[1].endswith(":in `nested'")
+    # The job's own frames only: the worker's frames around it are left out.
+    assert not any("/djqueue/" in line for line in lines), lines
+    assert "error_backtrace" not in failed["t.no_backtrace"]  # backtrace: false keeps none
+
+
+def test_a_runaway_recursion_keeps_a_bounded_traceback(worker, r):
+    jobs.recurse.perform_later()
+    worker()
+    job = json.loads(wait_for(lambda: r.zrange("retry", 0, -1))[0])
+    lines = decode_backtrace(job["error_backtrace"])
+    assert len(json.dumps(lines, separators=(",", ":"))) <= retry_policy.MAX_BACKTRACE_BYTES
+    assert len(job["error_backtrace"]) < 2_000  # compressed, as stored
+    assert lines[0].endswith(":in `_deeper'")
+    assert re.fullmatch(r"\[previous line repeated \d+ more times\]", lines[1])
+    assert lines[2].endswith(":in `recurse'")
 
 
 def test_retries_then_dead_with_hooks_and_signals(worker, r):

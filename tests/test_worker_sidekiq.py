@@ -39,6 +39,8 @@ def test_sidekiq_api_reads_process_busy_work_retries_and_stats(worker, redis_url
     assert failed["class"] == "t.fail" and failed["error_class"] == "ValueError"
     assert failed["error_message"] == "boom" and failed["retry_count"] == 0
     assert failed["at"] >= failed["failed_at"] + 15
+    # The traceback kept by default, decoded by Sidekiq's own API: innermost frame first.
+    assert failed["error_backtrace"][0].endswith(":in `fail'")
     assert seen["processed"] == 1 and seen["failed"] == 1
 
 

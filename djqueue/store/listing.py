@@ -29,8 +29,9 @@ SCAN_PER_CALL = 5_000
 class Filter:
     """What a filtered listing keeps. Empty strings keep everything.
 
-    ``text`` is found as written (case-sensitive) in the entry's JSON, or with
-    ``fields_only`` in the jid, job name and error only (for sites that hide arguments).
+    ``text`` is found in the entry's JSON whatever the case of its ASCII letters (a jid only
+    as written), or with ``fields_only`` in the jid, job name and error only (for sites that
+    hide arguments).
     ``job`` matches ``class``, ``display_class`` or ``wrapped``; ``queue`` the job's queue.
     """
 

@@ -12,6 +12,7 @@ from importlib import resources
 TYPES = {
     "dashboard.js": "text/javascript",
     "actions.js": "text/javascript",
+    "lists.js": "text/javascript",
     "djqueue.css": "text/css",
     "standalone.css": "text/css",
 }

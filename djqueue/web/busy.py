@@ -78,7 +78,7 @@ def busy_page(settings: Settings | None = None) -> BusyPage:
             args=display.args_text(w.payload.display_args, show_args),
             queue=w.queue,
             started=display.relative(w.run_at, now),
-            started_exact=display.timestamp(w.run_at),
+            started_exact=display.exact(w.run_at),
         )
         for w in works.work()
     ]
@@ -120,7 +120,7 @@ def _process_row(process: Process, now: float) -> ProcessRow:
         busy=process.busy,
         rss=display.kilobytes(process.rss),
         beat=display.relative(process.beat, now),
-        beat_exact=display.timestamp(process.beat),
+        beat_exact=display.exact(process.beat),
         started=display.relative(process.started_at, now),
         version=process.version,
         quiet=process.quiet,

@@ -1,6 +1,9 @@
 """How figures, times and arguments read on a page, the same in the admin and the dashboard.
 
-Everything here returns plain text; the renderers escape it. Arguments are the one value that
+Everything here returns plain text; the renderers escape it. Times read in the zone the mount
+gives for the request (`in_zone`: Django's current time zone, ``TIME_ZONE`` unless a view
+activated another; Flask's ``DJQUEUE_TIME_ZONE``, default UTC), with the exact UTC time for a
+hover (`exact`, `iso`); durations carry their unit (`span`). Arguments are the one value that
 may hold personal data or secrets: `args_text` hides them all when the site says so
 (``web_show_args``), and always masks values under keys that name a secret, as Django's error
 pages do with settings.
@@ -13,7 +16,13 @@ import json
 import math
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
+
+#: The zone times are shown in for the current request (`in_zone`).
+_zone: ContextVar[dt.tzinfo] = ContextVar("djqueue_display_zone", default=dt.UTC)
 
 #: Keys whose values are never shown: the names Django's error reports treat as secret.
 SECRET_KEYS = re.compile(r"api|token|key|secret|pass|signature|cookie|auth", re.IGNORECASE)
@@ -38,16 +47,38 @@ def _moment(value: float | None) -> dt.datetime | None:
         return None
 
 
+@contextmanager
+def in_zone(zone: dt.tzinfo) -> Iterator[None]:
+    """Times computed inside the block read in ``zone`` (each mount wraps its views)."""
+    token = _zone.set(zone)
+    try:
+        yield
+    finally:
+        _zone.reset(token)
+
+
 def timestamp(value: float | None) -> str:
-    """UTC, to the second: ``"2026-11-23 08:41:07 UTC"``; empty when unknown."""
+    """The local time, to the second, with the zone's abbreviation (or offset):
+    ``"2026-11-23 09:41:07 CET"``, ``"2026-11-23 08:41:07 UTC"``; empty when unknown."""
     moment = _moment(value)
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else ""
+    if moment is None:
+        return ""
+    local = moment.astimezone(_zone.get())
+    name = local.tzname() or local.strftime("%z")
+    return f"{local:%Y-%m-%d %H:%M:%S} {name}"
 
 
 def iso(value: float | None) -> str:
-    """ISO 8601 with milliseconds, for a ``<time datetime=...>`` attribute."""
+    """ISO 8601 in UTC with milliseconds, for a ``<time datetime=...>`` and a hover."""
     moment = _moment(value)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z") if moment else ""
+
+
+def exact(value: float | None) -> str:
+    """The hover of a time shown as "3 minutes ago": the local time and the UTC one,
+    ``"2026-11-23 09:41:07 CET (UTC 2026-11-23T08:41:07.000Z)"``; empty when unknown."""
+    local = timestamp(value)
+    return f"{local} (UTC {iso(value)})" if local else ""
 
 
 def relative(value: float | None, now: float | None = None) -> str:
@@ -73,12 +104,29 @@ def duration(seconds: float) -> str:
 
 
 def latency(seconds: float) -> str:
-    """A queue's latency: ``"0"`` for none, ``"1.3 s"``, ``"4 minutes"``."""
+    """A queue's latency, with its unit: ``"0 s"`` for none, else as `span`."""
     if seconds <= 0:
-        return "0"
-    if seconds < 60:
+        return "0 s"
+    return span(seconds)
+
+
+def span(seconds: float) -> str:
+    """A duration with its unit, to a precision a person reads at a glance: ``"12 ms"``,
+    ``"3.4 s"``, ``"42 s"``, ``"2 min"``, ``"1 h 5 min"``, ``"3 d 4 h"``."""
+    if seconds < 1:
+        return f"{max(seconds, 0) * 1000:.0f} ms"
+    if seconds < 10:
         return f"{seconds:.1f} s"
-    return duration(seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
 
 
 def kilobytes(value: int) -> str:

@@ -14,6 +14,7 @@ from ..api import JobRecord, Queue, SortedEntry, SortedSet
 from ..config import Settings
 from . import display
 from .actions import Action, actions_for, queue_records
+from .frames import Frame, frames
 from .lists import TITLES, WHEN, source
 
 
@@ -35,7 +36,8 @@ class JobPage:
     job_name: str
     fields: list[Field]
     payload: str
-    backtrace: list[str]
+    #: The stored backtrace, innermost frame first (`djqueue.web.frames`).
+    frames: list[Frame]
     error: str
     problem: str
     actions: list[Action]
@@ -89,7 +91,7 @@ def job_page(
         job_name=record.display_name or "(none)",
         fields=rows,
         payload=payload,
-        backtrace=record.error_backtrace or [],
+        frames=frames(record.error_backtrace or []),
         error=error,
         problem=problem,
         actions=actions_for(kind),

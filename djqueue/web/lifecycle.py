@@ -55,7 +55,7 @@ def lifecycle_fields(st: lifecycle.JobStatus) -> list[Field]:
     if st.state == "completed":
         rows.append(Field("Result", st.result_json or "null"))
     if st.retention:
-        rows.append(Field("Kept for", f"{st.retention} s once finished"))
+        rows.append(Field("Kept for", f"{display.span(st.retention)} once finished"))
     return rows
 
 

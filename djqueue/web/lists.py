@@ -96,6 +96,19 @@ class JobList:
     def total(self) -> int:
         return self.size if self.matches is None else self.matches
 
+    @property
+    def search_help(self) -> str:
+        """What the search box finds (`djqueue.store.listing.Filter`), under the box."""
+        if self.show_args:
+            return (
+                "A jid, a job name, or text in the arguments or the error, in any case "
+                "(a jid as written)."
+            )
+        return (
+            "A jid, a job name, or text in the error, in any case (a jid as written; "
+            "arguments are hidden on this site)."
+        )
+
 
 def source(kind: str, queue: str = "", settings: Settings | None = None) -> Queue | SortedSet:
     """The API object a list page reads: ``"queue"`` (with its name) or a job set's name."""
@@ -178,7 +191,7 @@ def row(record: JobRecord, kind: str, show_args: bool, now: float | None = None)
         queue=record.queue or "",
         at=at,
         when=display.relative(at, now),
-        when_exact=display.timestamp(at),
+        when_exact=display.exact(at),
         error=error,
         retry_count="" if count is None else str(count),
         problem=problem,

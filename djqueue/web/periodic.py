@@ -28,7 +28,7 @@ from ..store.periodic import BadPeriodicSet
 from . import display
 from .actions import Action
 from .forms import Allowed, Form, Outcome, Refused
-from .job import Field
+from .job import Field, time_field
 from .problems import ProblemPage, advice, problem
 
 ENABLE = Action("enable", "Enable", "change", "Enabled", "")
@@ -74,6 +74,9 @@ class PeriodicRow:
     next_run_exact: str
     #: The buttons its row offers: only Delete for a bad entry (nothing else can act on it).
     actions: list[Action] = field(default_factory=list)
+    #: The last and next run as epoch seconds (None: never, or none to come).
+    last_run_at: float | None = None
+    next_run_at: float | None = None
 
     @property
     def bad(self) -> bool:
@@ -109,6 +112,8 @@ class Push:
     #: The job's tracked state (`djqueue.lifecycle`), or empty when it is not tracked: only a
     #: tracked job has a page to link to.
     state: str
+    #: The push time in UTC (ISO 8601), for a hover; empty when unreadable.
+    enqueued_utc: str = ""
 
 
 @dataclass
@@ -158,10 +163,12 @@ def periodic_row(entry: PeriodicJob, show_args: bool, now: float) -> PeriodicRow
         declared=entry.declared,
         origin="" if bad and not entry.declared else origin(entry),
         last_run=display.relative(last, now),
-        last_run_exact=display.timestamp(last),
+        last_run_exact=display.exact(last),
         next_run=display.relative(upcoming, now),
-        next_run_exact=display.timestamp(upcoming),
+        next_run_exact=display.exact(upcoming),
         actions=row_actions(entry),
+        last_run_at=last,
+        next_run_at=upcoming,
     )
 
 
@@ -247,12 +254,12 @@ def _fields(entry: PeriodicJob, row: PeriodicRow) -> list[Field]:
         )
         found.append(Field("Declared in", declared))
         found.append(Field("Catch up", "yes" if entry.catch_up else "no: missed ticks are skipped"))
-    if entry.last_run is not None:
-        found.append(Field("Last run", f"{row.last_run_exact} ({row.last_run})"))
+    if row.last_run_at is not None and row.last_run_exact:
+        found.append(time_field("Last run", row.last_run_at))
     else:
         found.append(Field("Last run", NONE if row.bad else "never"))
-    if row.next_run_exact:
-        found.append(Field("Next run", f"{row.next_run_exact} ({row.next_run})"))
+    if row.next_run_at is not None and row.next_run_exact:
+        found.append(time_field("Next run", row.next_run_at))
     else:
         found.append(Field("Next run", _no_next(row)))
     return found
@@ -276,6 +283,7 @@ def _history(entry: PeriodicJob, now: float) -> list[Push]:
                 jid=jid,
                 enqueued=display.relative(at, now),
                 enqueued_exact=display.timestamp(at) or str(enqueued or ""),
+                enqueued_utc=display.iso(at),
                 state=state if jid else "",
             )
         )

@@ -22,6 +22,8 @@ from django.test import Client
 
 import djqueue
 from djqueue.api import DeadSet, Queue, RetrySet, ScheduledSet
+from tests import jobs_for_worker as jobs
+from tests.page_support import check_local_time, check_traceback_pages, searches, send_welcome
 from tests.worker_support import Running, wait_for
 
 pytestmark = pytest.mark.django_db
@@ -82,6 +84,22 @@ def failed(worker: Callable[..., Running]) -> Callable[[int], list[str]]:
     return make
 
 
+def test_job_page_shows_the_traceback_frames_by_default(
+    admin_client: Client, worker: Callable[..., Running]
+) -> None:
+    running = worker()
+    jobs.nested.perform_async("order-9")
+    jobs.no_backtrace.perform_async("order-10")
+    wait_for(lambda: RetrySet().size == 2, what="failed jobs in retry")
+    running.stop()
+    listing = admin_client.get(f"{ADMIN}/retryjob/")
+    pages = {}
+    for key in keys(listing):
+        page = admin_client.get(f"{ADMIN}/retryjob/{key}/").content.decode()
+        pages["quiet" if "t.no_backtrace" in page else "deeper"] = page
+    check_traceback_pages(pages["deeper"], pages["quiet"])
+
+
 def messages(response: Any) -> list[str]:
     return [str(m) for m in response.context["messages"]]
 
@@ -127,6 +145,18 @@ def test_admin_index_lists_the_pages(admin_client: Client) -> None:
         assert f'href="{ADMIN}/{page}/"' in text
 
 
+def test_the_dashboard_comes_first_in_the_djqueue_section(admin_client: Client) -> None:
+    """On the index, the app's own page and the sidebar of a djqueue page; the other pages
+    stay in the admin's order (by name)."""
+    for url in ("/admin/", f"{ADMIN}/", f"{ADMIN}/queue/"):
+        text = admin_client.get(url).content.decode()
+        section = re.search(r'<div class="app-djqueue module.*?</table>', text, re.S)
+        assert section is not None, url
+        names = re.findall(r'<th scope="row"[^>]*>\s*<a href="[^"]*"[^>]*>([^<]+)</a>', section[0])
+        assert names[0] == "Dashboard", (url, names)
+        assert names[1:] == sorted(names[1:]), (url, names)
+
+
 def test_queues_page_and_a_queue(admin_client: Client) -> None:
     jids = [str(admin_ok.set(queue="mailers").perform_async(n)) for n in range(3)]
     page = admin_client.get(f"{ADMIN}/queue/")
@@ -153,7 +183,7 @@ def test_retry_list_and_job_page_show_the_error_and_backtrace(
     (key,) = keys(listing)
     job = html.unescape(admin_client.get(f"{ADMIN}/retryjob/{key}/").content.decode())
     assert "card declined for order-0" in job
-    assert "test_admin.py:" in job and "in `admin_fails" in job  # the decoded backtrace
+    assert "test_admin.py</code>" in job and ">admin_fails</code>" in job  # the backtrace
     assert '"retry_count": 0' in job and "s3cret-token" not in job and "********" in job
     assert re.search(r"<th scope=\"row\">Retry</th><td><code>5</code>", job)
 
@@ -202,6 +232,27 @@ def test_paging_and_search_and_filters(admin_client: Client, r: redis.Redis) -> 
     counted = admin_client.get(f"{ADMIN}/retryjob/?_facets=1&job=Billing").content.decode()
     assert "Billing (20)" in counted and "Mailer (40)" in counted  # as if no job filter
     assert "bill (10)" in counted and "mail (10)" in counted  # with the job filter
+
+
+def test_times_show_in_the_sites_time_zone_with_utc_on_hover(
+    admin_client: Client, settings: Any
+) -> None:
+    settings.TIME_ZONE = "Asia/Tokyo"
+    admin_ok.perform_in(3600, 1)
+    (entry,) = ScheduledSet()
+    listing = admin_client.get(f"{ADMIN}/scheduledjob/")
+    (key,) = keys(listing)
+    check_local_time(
+        admin_client.get(f"{ADMIN}/scheduledjob/{key}/").content.decode(), entry.at, "Asia/Tokyo"
+    )
+    assert "JST (UTC " in listing.content.decode()  # a row's hover: local and UTC
+
+
+def test_search_is_case_insensitive_but_a_jid_is_exact(admin_client: Client) -> None:
+    jid = str(send_welcome.perform_async("Ada@example.com"))
+    for q, finds in searches(jid):
+        found = admin_client.get(f"{ADMIN}/queue/default/", {"q": q})
+        assert rows(found) == ([jid] if finds else []), q
 
 
 # -- actions ----------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from djqueue.api import DeadSet, Queue, RetrySet, Stats
 from tests.browser import (
     VIEWPORT,
     Problems,
+    check_narrow_list,
     expect,
     launch,
     log_in,
@@ -337,8 +338,10 @@ def tour(
         "ValueError: card declined for order-1013"
     )
     expect(page.locator(".djqueue-job")).to_contain_text(declined[0])
-    expect(page.locator(".djqueue-backtrace pre")).to_contain_text("test_admin_browser.py")
-    expect(page.locator(".djqueue-backtrace pre")).to_contain_text("charge_card")
+    innermost = page.locator(".djqueue-frames li").first
+    expect(innermost.locator(".djqueue-frame-file")).to_contain_text("test_admin_browser.py")
+    expect(innermost.locator(".djqueue-frame-function")).to_have_text("charge_card")
+    expect(innermost.locator(".djqueue-frame-source")).to_contain_text("raise ValueError(")
     expect(page.locator(".djqueue-payload pre")).to_contain_text('"retry_count": 0')
     expect(field(page, "Retry")).to_have_text("5")  # @djqueue.job(retry=5)
     expect(field(page, "Retry count")).to_have_text("0")
@@ -429,6 +432,14 @@ def test_retry_kill_and_delete_from_the_retry_list(
     page.goto(f"{ADMIN}/deadjob/")
     expect(rows(page)).to_have_count(1)
     expect(row(page, second)).to_contain_text("card declined for order-1001")
+    assert problems.take() == []
+
+
+def test_a_list_page_fits_420_px(
+    page: Page, problems: Problems, fail: Callable[..., list[str]]
+) -> None:
+    fail(charge_card, 3)
+    check_narrow_list(page, f"{ADMIN}/retryjob/", prefix="admin")
     assert problems.take() == []
 
 

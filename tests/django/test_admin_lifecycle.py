@@ -44,7 +44,7 @@ def test_the_job_page_shows_the_lifecycle(admin_client: Client) -> None:
     (key,) = re.findall(r'name="_selected_action" value="([^"]+)"', listing.content.decode())
     page = text(admin_client.get(f"{ADMIN}/scheduledjob/{key}/"))
     assert "Lifecycle" in page and "<code>scheduled</code>" in page
-    assert "Scheduled for" in page and "Kept for" in page and "600 s once finished" in page
+    assert "Scheduled for" in page and "Kept for" in page and "10 min once finished" in page
     untracked = djqueue.Client().push({"class": "x.Untracked", "args": [], "at": 10**10})
     assert untracked
     listing = admin_client.get(f"{ADMIN}/scheduledjob/")

@@ -4,6 +4,7 @@ SECRET_KEY, or for an app without DjQueue."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -16,8 +17,17 @@ import redis
 
 import djqueue
 from djqueue.api import DeadSet, Queue, RetrySet, ScheduledSet
+from djqueue.errors import ConfigurationError
 from flask_djqueue import DjQueue
 from flask_djqueue.dashboard import dashboard_blueprint
+from tests import jobs_for_worker as jobs
+from tests.page_support import (
+    check_local_time,
+    check_traceback_pages,
+    frames,
+    searches,
+    send_welcome,
+)
 from tests.worker_support import Running, wait_for
 
 
@@ -111,10 +121,51 @@ def test_every_page_renders(
     assert "Ruby::Job" in client.get("/jobs/dead").text
     (key,) = keys(retries)
     job = client.get(f"/jobs/retries/{key}")
-    assert job.status_code == 200 and "in `fails" in job.text.replace("&#39;", "'")
+    assert job.status_code == 200 and frames(job.text)[0][2] == "fails"
     assert client.get("/jobs/busy").status_code == 200
     found = client.get("/jobs/retries?q=p0&_facets=1")
     assert "flask_dash.fails (1)" in found.text and "1 result (" in found.text
+
+
+def test_job_page_shows_the_traceback_frames_by_default(
+    client: Any, worker: Callable[..., Running]
+) -> None:
+    running = worker()
+    jobs.nested.perform_async("tray 2")
+    jobs.no_backtrace.perform_async("tray 3")
+    wait_for(lambda: RetrySet().size == 2)
+    running.stop()
+    pages = {}
+    for key in keys(client.get("/jobs/retries")):
+        page = client.get(f"/jobs/retries/{key}").text
+        pages["quiet" if "t.no_backtrace" in page else "deeper"] = page
+    check_traceback_pages(pages["deeper"], pages["quiet"])
+
+
+def test_times_show_in_the_configured_zone_with_utc_on_hover(app: flask.Flask, client: Any) -> None:
+    app.extensions["djqueue"].options = dataclasses.replace(
+        app.extensions["djqueue"].options, time_zone="Asia/Tehran"
+    )
+    ok.perform_in(3600, 1)
+    (entry,) = ScheduledSet()
+    listing = client.get("/jobs/scheduled")
+    (key,) = keys(listing)
+    check_local_time(client.get(f"/jobs/scheduled/{key}").text, entry.at, "Asia/Tehran")
+    assert "+0330 (UTC " in listing.text  # a row's hover: local and UTC
+
+
+def test_a_time_zone_the_database_does_not_know_is_refused_by_name(redis_url: str) -> None:
+    app = flask.Flask("bad_zone")
+    app.config.update(DJQUEUE_REDIS_URL=redis_url, DJQUEUE_TIME_ZONE="Mars/Olympus_Mons")
+    with pytest.raises(ConfigurationError, match="DJQUEUE_TIME_ZONE: must be a time zone name"):
+        DjQueue(app)
+
+
+def test_search_is_case_insensitive_but_a_jid_is_exact(client: Any) -> None:
+    jid = str(send_welcome.perform_async("Ada@example.com"))
+    for q, finds in searches(jid):
+        found = client.get("/jobs/queues/default", query_string={"q": q})
+        assert re.findall(r'<tr data-jid="([^"]+)"', found.text) == ([jid] if finds else []), q
 
 
 def test_actions(client: Any, failed: Callable[[int], list[str]]) -> None:

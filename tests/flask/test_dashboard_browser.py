@@ -17,7 +17,15 @@ import djqueue
 from djqueue.api import DeadSet, Queue, RetrySet
 from flask_djqueue import DjQueue
 from flask_djqueue.dashboard import dashboard_blueprint
-from tests.browser import VIEWPORT, Problems, expect, launch, require_browser, screenshot
+from tests.browser import (
+    VIEWPORT,
+    Problems,
+    check_narrow_list,
+    expect,
+    launch,
+    require_browser,
+    screenshot,
+)
 from tests.browser import sync_playwright as playwright_sync
 from tests.worker_support import Running, wait_for
 
@@ -107,12 +115,19 @@ def test_every_page_and_a_retry(page: Page, failed: Callable[[int], None]) -> No
         screenshot(page, name, prefix="flask")
     page.goto("/jobs/retries")
     page.locator("tbody th a").first.click()
-    expect(page.locator(".djqueue-backtrace")).to_contain_text("in `charge'")
+    innermost = page.locator(".djqueue-frames li").first
+    expect(innermost.locator(".djqueue-frame-function")).to_have_text("charge")
+    expect(innermost.locator(".djqueue-frame-source")).to_contain_text("raise")
     screenshot(page, "job", prefix="flask")
     page.click("button[value=retry]")
     expect(page.locator(".messagelist")).to_have_text("Retried 1 job.")
     expect(page.locator("tbody tr")).to_have_count(1)
     assert RetrySet().size == 1 and Queue().size == 1
+
+
+def test_a_list_page_fits_420_px(page: Page, failed: Callable[[int], None]) -> None:
+    failed(3)
+    check_narrow_list(page, "/jobs/retries", prefix="flask")
 
 
 def test_select_all_asks_then_acts(page: Page) -> None:

@@ -25,7 +25,7 @@ out = {
   "retries" => Sidekiq::RetrySet.new.map { |e|
     {"jid" => e.jid, "class" => e.klass, "args" => e.args, "error_class" => e["error_class"],
      "error_message" => e["error_message"], "retry_count" => e["retry_count"], "at" => e.at.to_f,
-     "failed_at" => e["failed_at"], "queue" => e.queue}
+     "failed_at" => e["failed_at"], "queue" => e.queue, "error_backtrace" => e.error_backtrace}
   },
   "dead" => Sidekiq::DeadSet.new.map { |e| {"jid" => e.jid, "class" => e.klass} },
   "scheduled" => Sidekiq::ScheduledSet.new.map { |e| {"jid" => e.jid, "at" => e.at.to_f} },

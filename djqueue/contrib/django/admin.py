@@ -21,10 +21,13 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path
+from django.utils import timezone
 
 from djqueue.errors import BadKey, RedisUnavailable
+from djqueue.web import display
 
 from . import models, views
+from .app_order import dashboard_first
 
 #: The admin's model name of each list page, and the `djqueue.web.lists` kind it shows.
 KINDS = {"scheduledjob": "scheduled", "retryjob": "retries", "deadjob": "dead"}
@@ -78,12 +81,15 @@ class PageAdmin(admin.ModelAdmin):
         return []
 
     def _redis_errors(self, view: Any) -> Any:
-        """``view``, answering the 503 page when Redis does not answer (every page reads it)."""
+        """``view``, answering the 503 page when Redis does not answer (every page reads it),
+        its times shown in the site's time zone."""
 
         @functools.wraps(view)
         def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             try:
-                return view(request, *args, **kwargs)
+                # Times read in the site's zone: TIME_ZONE, or the one a middleware activated.
+                with display.in_zone(timezone.get_current_timezone()):
+                    return view(request, *args, **kwargs)
             except RedisUnavailable as exc:
                 return views.unavailable(self, request, exc)
             except BadKey as exc:
@@ -180,6 +186,7 @@ def register(site: admin.AdminSite) -> None:
     """Add djqueue's pages to an admin site (the default site gets them automatically)."""
     for model, model_admin in PAGES.items():
         site.register(model, model_admin)
+    dashboard_first(site)
 
 
 register(admin.site)

@@ -72,6 +72,7 @@ def render(
         "title": title,
         "djqueue_nav": [(label, url(page, model), model == current) for label, model in NAV],
         "djqueue_asset": url(page, "dashboard", "asset", "djqueue.css"),
+        "djqueue_lists_js": url(page, "dashboard", "asset", "lists.js"),
         "has_change": page.has_change_permission(request),
         "has_delete": page.has_delete_permission(request),
         **values,

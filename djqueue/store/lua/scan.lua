@@ -8,7 +8,7 @@
 -- ARGV[1] = "list" or "zset"; ARGV[2] = "1" for the highest score first (zset)
 -- ARGV[3] = first index; ARGV[4] = entries per call
 -- ARGV[5] = matches to step over; ARGV[6] = most matches to return
--- ARGV[7] = text to find (plain, case-sensitive; "" for any)
+-- ARGV[7] = text to find (plain; any case but in the jid; "" for any)
 -- ARGV[8] = "1" when the text may only match the jid, the job name or the error
 -- ARGV[9] = job name: class, display_class or wrapped ("" for any); ARGV[10] = queue ("" any)
 -- ARGV[11] = "1" to count matches per job name (with the queue filter only) and per queue
@@ -74,13 +74,66 @@ local function shown_name(member)
   return field(member, 'display_class') or field(member, 'wrapped') or field(member, 'class')
 end
 
+-- Search text is found whatever its case (ASCII letters), except in the jid: a jid is found
+-- as written. The exact find comes first; then plain finds of every case of the text's
+-- fewest-letters stretch of up to three characters (an entry holding the text in any case
+-- holds one of them), and only an entry holding one is copied in lower case: lowering every
+-- entry would cost several times the rest of the scan.
+local lowered = string.lower(text)
+local probes = {''}
+do
+  local width = math.min(3, #lowered)
+  local best, fewest = 1, width + 1
+  for i = 1, #lowered - width + 1 do
+    local _, letters = string.gsub(string.sub(lowered, i, i + width - 1), '%a', '')
+    if letters < fewest then best, fewest = i, letters end
+  end
+  for j = best, best + width - 1 do
+    local c, grown = string.sub(lowered, j, j), {}
+    for _, probe in ipairs(probes) do
+      grown[#grown + 1] = probe .. c
+      if string.upper(c) ~= c then grown[#grown + 1] = probe .. string.upper(c) end
+    end
+    probes = grown
+  end
+end
+
+local function may_hold(member)
+  for i = 1, #probes do
+    if string.find(member, probes[i], 1, true) then return true end
+  end
+  return false
+end
+
+local function has_lowered(value)
+  return string.find(string.lower(value), lowered, 1, true) ~= nil
+end
+
+local function found_apart_from_jid(member)
+  local lower = string.lower(member)
+  if not string.find(lower, lowered, 1, true) then return false end
+  local jid = field(member, 'jid')
+  if not jid then return true end
+  local first, last = string.find(lower, '"jid":"' .. string.lower(jid) .. '"', 1, true)
+  if not first then return true end
+  lower = string.sub(lower, 1, first - 1) .. string.sub(lower, last + 1)
+  return string.find(lower, lowered, 1, true) ~= nil
+end
+
 local function has_text(member)
   if text == '' then return true end
-  if not string.find(member, text, 1, true) then return false end
-  if not fields_only then return true end
-  for _, name in ipairs({'jid', 'class', 'display_class', 'wrapped', 'error_class', 'error_message'}) do
+  if not fields_only then
+    if string.find(member, text, 1, true) then return true end
+    return may_hold(member) and found_apart_from_jid(member)
+  end
+  if not string.find(member, text, 1, true) and not (may_hold(member) and has_lowered(member)) then
+    return false
+  end
+  local jid = field(member, 'jid')
+  if jid and string.find(jid, text, 1, true) then return true end
+  for _, name in ipairs({'class', 'display_class', 'wrapped', 'error_class', 'error_message'}) do
     local value = field(member, name)
-    if value and string.find(value, text, 1, true) then return true end
+    if value and has_lowered(value) then return true end
   end
   return false
 end
