@@ -55,7 +55,8 @@ def decide(
         return Decision("drop", why="retry: false")
     now = time.time()
     count = retry.record_failure(payload, exc, queue, now)
-    delay = retry.delay_for(definition, count, exc) if count < allowed else retry.KILL
+    done = retry.exhausted(payload, count, allowed, now, definition)
+    delay = retry.KILL if done else retry.delay_for(definition, count, exc)
     if delay == retry.DISCARD:
         return Decision("discard")
     if isinstance(delay, float):
