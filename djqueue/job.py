@@ -320,7 +320,8 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
     (seconds or a timedelta to keep the finished job's status and return value: see
     `djqueue.lifecycle`; off by default), ``name`` (the
     registered name, written as the payload's ``class``; default the dotted path),
-    ``retry_queue``, ``backtrace``, ``dead``, ``tags``; ``cron`` (a cron expression, optionally
+    ``retry_for`` (seconds from the first failure during which it is retried), ``retry_queue``,
+    ``backtrace``, ``dead``, ``tags``; ``cron`` (a cron expression, optionally
     ending with a time zone: ``"0 9 * * 1-5 Europe/Paris"``) also runs the job on that
     schedule, with no arguments (see `djqueue.periodic_declaration`); for functions also
     ``retry_in`` and ``retries_exhausted`` hooks (classes define them as class methods).

@@ -13,7 +13,16 @@ from typing import Any
 from .payload import check_queue_name
 
 #: Options that become payload fields, with Sidekiq's names and meaning.
-PAYLOAD_OPTIONS = ("queue", "retry", "retry_queue", "backtrace", "dead", "tags", "retention")
+PAYLOAD_OPTIONS = (
+    "queue",
+    "retry",
+    "retry_for",
+    "retry_queue",
+    "backtrace",
+    "dead",
+    "tags",
+    "retention",
+)
 
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -24,6 +33,8 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         retry = options["retry"]
         if not isinstance(retry, (bool, int)) or (not isinstance(retry, bool) and retry < 0):
             raise ValueError(f"retry must be True, False or an integer >= 0, got {retry!r}")
+    if "retry_for" in options:
+        options["retry_for"] = _retry_for(options["retry_for"])
     if "retry_queue" in options and not isinstance(options["retry_queue"], str):
         raise ValueError("retry_queue must be a queue name")
     if "backtrace" in options and not isinstance(options["backtrace"], (bool, int)):
@@ -40,24 +51,37 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+#: The longest ``retry_for``: larger values are timestamps given by mistake (Sidekiq's limit).
+MAX_RETRY_FOR = 1_000_000_000
 #: The longest retention: ten years (Redis refuses far larger expiries).
 MAX_RETENTION = 10 * 365 * 24 * 3600
+
+
+def _retry_for(value: Any) -> int | None:
+    """Seconds from the first failure during which a failed job is retried (`djqueue.retry_policy`);
+    whole seconds, as Sidekiq's client writes them. None: no window, ``retry`` counts."""
+    seconds = _seconds("retry_for", value, MAX_RETRY_FOR, "")
+    return None if seconds is None else int(seconds)
 
 
 def _retention(value: Any) -> int | None:
     """Seconds to keep a finished job's status and result (`djqueue.lifecycle`); None or 0
     turns tracking off (the payload then carries no ``retention`` field at all)."""
+    seconds = _seconds("retention", value, MAX_RETENTION, " (ten years)")
+    return None if seconds is None else (math.ceil(seconds) or None)
+
+
+def _seconds(name: str, value: Any, limit: int, meaning: str) -> float | None:
+    """A duration option: seconds or a timedelta, between 0 and ``limit``; None stays None."""
     if value is None:
         return None
     if isinstance(value, dt.timedelta):
         value = value.total_seconds()
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"retention must be seconds or a timedelta, got {value!r}")
-    if value < 0 or value > MAX_RETENTION:
-        raise ValueError(
-            f"retention must be between 0 and {MAX_RETENTION} seconds (ten years), got {value!r}"
-        )
-    return math.ceil(value) or None
+        raise ValueError(f"{name} must be seconds or a timedelta, got {value!r}")
+    if value < 0 or value > limit:
+        raise ValueError(f"{name} must be between 0 and {limit} seconds{meaning}, got {value!r}")
+    return float(value)
 
 
 def _payload_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import random
 import re
@@ -19,7 +20,9 @@ import zlib
 from typing import Any
 
 from .config import Settings
-from .payload import Payload, dumps, new_jid
+from .payload import Payload, dumps, new_jid, to_seconds
+
+logger = logging.getLogger("djqueue.retry")
 
 #: Longest ``error_message`` kept, as in Sidekiq.
 MAX_ERROR_MESSAGE = 10_000
@@ -60,6 +63,38 @@ def max_attempts(payload: Payload, settings: Settings, definition: Any = None) -
     if isinstance(retry, int) and not isinstance(retry, bool):
         return max(retry, 0)
     return settings.max_retries
+
+
+def exhausted(
+    payload: Payload, count: int, allowed: int, now: float, definition: Any = None
+) -> bool:
+    """Whether the failure just recorded (`record_failure`, retry number ``count``) ends the
+    job's retries.
+
+    ``retry_for`` (Sidekiq 7.1+; missing or null: the registered job's option) is a window of
+    seconds from the first failure (``failed_at``, float seconds or Sidekiq 8's integer
+    milliseconds): once ``failed_at + retry_for`` is past at a failure, the job is done. As in
+    Sidekiq 8.1+, a window replaces the count (``retry``'s N), which only applies to jobs
+    without one; Sidekiq 7.1-8.0 checked both. A window that is not a number, or a job without
+    a readable ``failed_at``, falls back to the count, with a warning naming the job.
+    """
+    window = payload.get("retry_for")
+    if window is None:
+        window = (getattr(definition, "job_options", None) or {}).get("retry_for")
+    if window is None:
+        return count >= allowed
+    first = to_seconds(payload.get("failed_at"))
+    if isinstance(window, bool) or not isinstance(window, (int, float)) or first is None:
+        logger.warning(
+            "%s %s: retry_for %r or failed_at %r is unreadable; retrying up to %d times",
+            payload.get("class"),
+            payload.get("jid"),
+            window,
+            payload.get("failed_at"),
+            allowed,
+        )
+        return count >= allowed
+    return first + window <= now
 
 
 def default_delay(count: int) -> float:

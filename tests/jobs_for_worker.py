@@ -172,6 +172,13 @@ def flaky_later(message: str) -> None:
     raise KeyError(message)
 
 
+@djqueue.job(name="t.windowed", retry=1, retry_for=2, retry_in=_retry_in_a_second)
+def windowed(message: str) -> None:
+    """Fails every time; retried each second for two seconds after its first failure (the
+    window replaces the count of ``retry``)."""
+    raise KeyError(message)
+
+
 @djqueue.job(name="t.hold_then_fail", retry=3, retention=60)
 def hold_then_fail(key: str) -> None:
     """Records its start, waits for ``release`` (30 s at most), then fails."""

@@ -82,3 +82,39 @@ def sidekiq_process(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+#: The current Sidekiq's unmodified sources, beside the repository (``../shared/third_party``):
+#: Debian packages only 6.4, and Ruby apps sharing a Redis with djqueue run 7.x.
+THIRD_PARTY = Path(__file__).resolve().parent.parent.parent / "shared" / "third_party"
+SIDEKIQ7_MISSING = (
+    f"Sidekiq 7.3.10 not found: its sources go in {THIRD_PARTY} (see the README there), "
+    "run by Debian's ruby with ruby-rack and ruby-webrick"
+)
+
+
+def require_sidekiq7() -> None:
+    """Skip the calling test module without ``../shared/third_party``; in CI, an error."""
+    if not (THIRD_PARTY / "bin" / "ruby7").exists() or shutil.which("ruby") is None:
+        if os.environ.get("CI"):
+            raise RuntimeError(SIDEKIQ7_MISSING)
+        pytest.skip(SIDEKIQ7_MISSING, allow_module_level=True)
+
+
+def ruby7(redis_url: str, code: str, *args: str) -> str:
+    """Run Ruby ``code`` with Sidekiq 7.3.10 loaded, its client on ``redis_url``; returns
+    what it printed. ``args`` are its ``ARGV``."""
+    prelude = (
+        'require "sidekiq"; Sidekiq.logger.level = Logger::WARN\n'
+        'Sidekiq.configure_client { |c| c.redis = {url: ENV["REDIS_URL"]} }\n'
+    )
+    result = subprocess.run(
+        [str(THIRD_PARTY / "bin" / "ruby7"), "-e", prelude + code, *args],
+        env={**os.environ, "REDIS_URL": redis_url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"ruby7 failed ({result.returncode}): {result.stderr}")
+    return result.stdout.strip()

@@ -117,19 +117,33 @@ def test_dead_members_are_pruned(redis_url, r):
 
 
 def test_sidekiq8_process_data(redis_url, r):
-    """8.x: started_at in milliseconds, concurrency also in the hash, capsules in info."""
+    """8.x: started_at in milliseconds, concurrency also in the hash (8.1.2+: it wins over
+    ``info``), the queues and weights from ``capsules`` (8.0.9+), as its ``Process`` reads."""
     heartbeat(
         r,
         "k8:7:dddddddddddd",
         started_at=int((time.time() - 60) * 1000),
-        capsules={"default": {"concurrency": 5, "mode": "weighted", "weights": {"default": 1}}},
-        weights=[{"default": 1, "critical": 3}],
+        concurrency=2,
+        capsules={
+            "default": {"concurrency": 5, "mode": "weighted", "weights": {"default": 1, "low": 3}},
+            "single": {"concurrency": 1, "mode": "strict", "weights": {"one_by_one": 0}},
+        },
+        weights=[{"default": 1, "low": 3}, {"one_by_one": 0}],
     )
-    r.hset("k8:7:dddddddddddd", "concurrency", 5)
+    r.hset("k8:7:dddddddddddd", "concurrency", 6)
     (process,) = ProcessSet()
     assert process.started_at == pytest.approx(time.time() - 60, abs=5)
-    assert process.concurrency == 5
-    assert process.weights == {"default": 1, "critical": 3}
+    assert process.concurrency == 6
+    assert process.weights == {"default": 1, "low": 3, "one_by_one": 0}
+    assert process.queues == ["default", "low", "one_by_one"]
+
+
+def test_a_process_with_capsules_and_no_queues_shows_its_queues(redis_url, r):
+    """The shape Sidekiq 9 will write: ``queues`` and ``weights`` are gone from ``info``."""
+    capsules = {"default": {"concurrency": 5, "mode": "strict", "weights": {"a": 0, "b": 0}}}
+    heartbeat(r, "k9:9:eeeeeeeeeeee", capsules=capsules, queues=None)
+    (process,) = ProcessSet()
+    assert process.queues == ["a", "b"] and process.weights == {"a": 0, "b": 0}
 
 
 def test_work_across_processes(redis_url, r):

@@ -3,14 +3,17 @@ and dead-set limits."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 
 import pytest
 import redis
 
+import djqueue
 from djqueue import retry_policy
 from djqueue.config import Settings
+from djqueue.retry_policy import exhausted
 from djqueue.store import JobStore, Keys
 
 
@@ -160,3 +163,43 @@ def test_dead_set_is_trimmed_by_age_and_count(redis_url, r):
         member = json.dumps({"n": i})
         assert store.bury([(member, member)], now + i) == 1
     assert [json.loads(m)["n"] for m in r.zrange("dead", 0, -1)] == [2, 3, 4]
+
+
+def test_retry_for_is_a_window_from_the_first_failure_that_replaces_the_count(caplog):
+    """Sidekiq 8.1's rule (7.1-8.0 also kept the count): dead at the first failure once
+    ``failed_at + retry_for`` is reached; ``failed_at`` in seconds or Sidekiq 8's milliseconds."""
+    assert exhausted({"failed_at": 100.0, "retry_for": 60}, 30, 25, 159.0) is False
+    assert exhausted({"failed_at": 100.0, "retry_for": 60}, 1, 25, 160.0) is True
+    in_ms = {"failed_at": 1_700_000_000_000, "retry_for": 60}
+    assert exhausted(in_ms, 1, 25, 1_700_000_059.0) is False
+    assert exhausted(in_ms, 1, 25, 1_700_000_060.5) is True
+    assert exhausted({"failed_at": 100.0}, 25, 25, 101.0) is True  # no window: the count
+    assert exhausted({"failed_at": 100.0}, 24, 25, 1e9) is False
+
+    class Registered:
+        job_options = {"retry_for": 10}
+
+    assert exhausted({"failed_at": 100.0}, 0, 25, 111.0, Registered()) is True
+    assert exhausted({"failed_at": 100.0, "retry_for": 60}, 0, 25, 111.0, Registered()) is False
+
+    payload = {"class": "C", "jid": "j1", "failed_at": 100.0, "retry_for": "soon"}
+    assert exhausted(payload, 3, 25, 1e9) is False  # unreadable: the count, with a warning
+    assert exhausted({**payload, "retry_for": 5, "failed_at": None}, 25, 25, 1.0) is True
+    assert "C j1: retry_for 'soon'" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("value", "stored"),
+    [(3600, 3600), (dt.timedelta(hours=2), 7200), (1.9, 1), (0, 0), (None, None)],
+)
+def test_retry_for_option_is_seconds(value, stored):
+    @djqueue.job(name=f"t.window.{value}", retry_for=value)
+    def windowed() -> None: ...
+
+    assert windowed.job_options["retry_for"] == stored
+
+
+@pytest.mark.parametrize("value", ["1h", True, -1, 2_000_000_000, float("inf")])
+def test_retry_for_option_refuses_what_is_not_a_duration(value):
+    with pytest.raises(ValueError, match="retry_for must be"):
+        djqueue.job(name="t.window.bad", retry_for=value)(lambda: None)

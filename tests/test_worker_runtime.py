@@ -232,6 +232,29 @@ def test_heartbeat_shows_the_process_and_its_busy_work(worker, r):
     assert r.get(f"stat:processed:{time.strftime('%Y-%m-%d', time.gmtime())}") == "1"
 
 
+def test_heartbeat_writes_what_sidekiq_8_reads(worker, r):
+    """Sidekiq 8.1's readers (checked against its lib/sidekiq/api.rb, launcher.rb, monitor.rb
+    and web/views/busy.html.erb): ``ProcessSet#each`` takes ``concurrency`` from the hash, not
+    from ``info`` (0 when missing); ``Process#queues`` and ``#weights`` come from each capsule's
+    ``weights`` when ``info`` has ``capsules``; ``embedded?`` hides Quiet and Stop."""
+    w = worker(concurrency=3, queues=(("critical", 2), ("default", 1)))
+    wait_for(lambda: r.hget(w.identity, "concurrency"))
+    fields = r.hmget(w.identity, "info", "concurrency", "busy", "beat", "quiet", "rss", "rtt_us")
+    info = json.loads(fields[0])
+    assert fields[1] == "3" and fields[2] == "0" and fields[4] == "false"
+    assert float(fields[3]) > 0 and int(fields[5]) > 0 and int(fields[6]) >= 0
+    (capsule,) = info["capsules"].values()
+    assert capsule == {
+        "concurrency": 3,
+        "mode": "weighted",
+        "weights": {"critical": 2, "default": 1},
+    }
+    assert list(capsule["weights"]) == info["queues"] == ["critical", "default"]
+    assert info["embedded"] is False and info["concurrency"] == 3
+    for name in ("hostname", "started_at", "pid", "tag", "labels", "identity", "version"):
+        assert name in info
+
+
 def test_remote_tstp_quiets_the_process(worker, r):
     w = worker()
     r.lpush(f"{w.identity}-signals", "TSTP")

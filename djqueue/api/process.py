@@ -70,13 +70,24 @@ class Process(ApiObject):
 
     @property
     def queues(self) -> list[str]:
+        """The queue names; from ``capsules`` when the process describes them (Sidekiq
+        8.0.9+, which will drop ``queues``), as Sidekiq 8's ``Process#queues`` reads them."""
+        if self._capsules():
+            return list(self.weights)
         queues = self.info.get("queues")
         return [str(q) for q in queues] if isinstance(queues, list) else []
+
+    def _capsules(self) -> list[dict[str, Any]]:
+        capsules = self.info.get("capsules")
+        if not isinstance(capsules, dict):
+            return []
+        return [c for c in capsules.values() if isinstance(c, dict)]
 
     @property
     def weights(self) -> dict[str, int]:
         """Queue weights (Sidekiq 7+ writes them; empty for older writers)."""
-        weights = self.info.get("weights")
+        capsules = self._capsules()
+        weights = [c.get("weights") for c in capsules] if capsules else self.info.get("weights")
         if isinstance(weights, list):  # 7.x writes a list with one hash per capsule
             merged: dict[str, int] = {}
             for part in weights:
@@ -87,7 +98,7 @@ class Process(ApiObject):
 
     @property
     def concurrency(self) -> int:
-        """Threads; the hash field (Sidekiq 8.1.3+) wins over ``info``."""
+        """Threads; the hash field (Sidekiq 8.1.2+) wins over ``info``."""
         return integer(self._concurrency, integer(self.info.get("concurrency")))
 
     @property

@@ -43,6 +43,19 @@ def rss_kb() -> int:
         return 0
 
 
+def capsule(concurrency: int, weights: dict[str, int]) -> dict[str, Any]:
+    """The process's one capsule as Sidekiq 8 describes its own in ``info["capsules"]``
+    (``Capsule#to_h``), from which its UI and ``Process#queues`` take the queue names:
+    ``mode`` is ``strict`` when no queue has a weight, ``random`` when each has 1."""
+    if all(weight == 0 for weight in weights.values()):
+        mode = "strict"
+    elif all(weight == 1 for weight in weights.values()):
+        mode = "random"
+    else:
+        mode = "weighted"
+    return {"concurrency": concurrency, "mode": mode, "weights": weights}
+
+
 class Heartbeat:
     def __init__(
         self,
@@ -59,6 +72,8 @@ class Heartbeat:
         self.status = StatusStore(redis_client, keys)
         self.identity = identity
         self.info_json = json.dumps(info, separators=(",", ":"))
+        #: Also a field of its own: Sidekiq 8.1.2+ reads the threads there, not in ``info``.
+        self.concurrency = int(info.get("concurrency") or 0)
         self.tally = tally
         self.fetcher = fetcher
         self.quiet = quiet
@@ -84,6 +99,7 @@ class Heartbeat:
             self.rtt_us = int((time.perf_counter() - started) * 1_000_000)
             fields = {
                 "info": self.info_json,
+                "concurrency": self.concurrency,
                 "busy": len(busy),
                 "beat": time.time(),
                 "quiet": "true" if self.quiet() else "false",

@@ -35,7 +35,7 @@ from .backoff import REDIS_ERRORS, GaveUp, keep_trying, outage
 from .component import Part
 from .duties import DutyThread
 from .fetch import Fetcher
-from .heartbeat import Heartbeat, HeartbeatThread
+from .heartbeat import Heartbeat, HeartbeatThread, capsule
 from .janitor import Janitor, hostname
 from .log import logger
 from .manager import Manager
@@ -156,6 +156,7 @@ class Launcher:
     def info(self) -> dict[str, Any]:
         """The ``info`` JSON of the process hash (the fields Sidekiq's UI reads)."""
         s = self.settings
+        weights = {name: weight for name, weight in s.queues}
         info: dict[str, Any] = {
             "hostname": self.hostname,
             "started_at": self.started_at,
@@ -163,9 +164,11 @@ class Launcher:
             "tag": s.tag or os.path.basename(os.getcwd()),
             "concurrency": s.concurrency,
             "queues": list(self.fetcher.names),
-            "weights": [{name: weight for name, weight in s.queues}],
+            "weights": [weights],
+            "capsules": {"default": capsule(s.concurrency, weights)},
             "labels": list(s.labels),
             "identity": self.identity,
+            "embedded": False,
             "heartbeat_interval": s.heartbeat_interval,
             "version": f"djqueue {__version__}",
             "periodic": [entry.name for entry in self.periodic],

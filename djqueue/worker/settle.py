@@ -55,7 +55,8 @@ def decide(
         return Decision("drop", why="retry: false")
     now = time.time()
     count = retry_policy.record_failure(payload, exc, queue, now)
-    delay = retry_policy.delay_for(definition, count, exc) if count < allowed else retry_policy.KILL
+    done = retry_policy.exhausted(payload, count, allowed, now, definition)
+    delay = retry_policy.KILL if done else retry_policy.delay_for(definition, count, exc)
     if delay == retry_policy.DISCARD:
         return Decision("discard")
     if isinstance(delay, float):
