@@ -27,7 +27,7 @@ from ..periodic_cron import (
     parse,
     parse_enqueue_time,
 )
-from ..periodic_declaration import SOURCE
+from ..periodic_declaration import is_declared
 from ..store import StatusStore
 from ..store.periodic import FIRED, PeriodicStore, StoredEntry
 from .base import ApiObject
@@ -141,7 +141,7 @@ class PeriodicJob(ApiObject):
     @property
     def declared(self) -> bool:
         """Declared by djqueue code or settings (not by Ruby, nor by hand)."""
-        return self.fields.get("source") == SOURCE
+        return is_declared(self.fields)
 
     @property
     def catch_up(self) -> bool:
