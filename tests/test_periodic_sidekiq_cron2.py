@@ -122,10 +122,10 @@ def test_sidekiq_cron_2s_disable_and_enable_act_on_djqueues_entry(redis_url, r):
         json.loads(ruby(redis_url, "cron_inspect.rb", "nightly", command=RUBY7_CRON2))["status"]
         == "enabled"
     )
-    # And from Ruby again (its save writes ``source`` as "dynamic"): still djqueue's own.
-    assert (
-        ruby(redis_url, "cron_toggle.rb", "nightly", "disable", command=RUBY7_CRON2) == "disabled"
-    )
+    # And from the Cron tab of its Web UI (its save writes ``source`` as "dynamic"): still
+    # djqueue's own, and disabled for djqueue's poller too.
+    tab = json.loads(ruby(redis_url, "cron_web.rb", "nightly", "disable", command=RUBY7_CRON2))
+    assert tab == {"listed": True, "status": 302}
     entry = PeriodicSet().find("nightly")
     assert entry is not None and not entry.enabled and entry.declared and not entry.catch_up
 

@@ -1,13 +1,8 @@
 # Print what sidekiq-cron's API reads of one entry, as JSON: `ruby cron_inspect.rb NAME` (1.8 on
 # Sidekiq 6.4, or `ruby7-cron2 cron_inspect.rb NAME`: 2.3 on Sidekiq 7.3). "found" is false when
 # Job.find answers nil (a missing or invalid entry).
-require "json"
-require "sidekiq"
-require "sidekiq-cron"
+require_relative "cron_client"
 
-Sidekiq.configure_client { |c| c.redis = {url: ENV.fetch("REDIS_URL")} }
-stderr = Logger.new($stderr) # stdout carries the answer
-Sidekiq.respond_to?(:default_configuration) ? Sidekiq.default_configuration.logger = stderr : Sidekiq.logger = stderr
 name = ARGV.fetch(0)
 job = Sidekiq::Cron::Job.find(name)
 out = {"found" => !job.nil?, "all" => (Sidekiq::Cron::Job.method(:all).arity.zero? ? Sidekiq::Cron::Job.all : Sidekiq::Cron::Job.all("*")).map(&:name).sort}

@@ -2,12 +2,8 @@
 # save the whole entry again): `ruby cron_toggle.rb NAME disable|enable` (sidekiq-cron 1.8), or
 # `ruby7-cron2 cron_toggle.rb NAME disable|enable [migrate]` (2.3; `migrate` first moves 1.8's
 # entries into its namespace, as its server does when it starts).
-require "sidekiq"
-require "sidekiq-cron"
+require_relative "cron_client"
 
-Sidekiq.configure_client { |c| c.redis = {url: ENV.fetch("REDIS_URL")} }
-stderr = Logger.new($stderr) # stdout carries the answer
-Sidekiq.respond_to?(:default_configuration) ? Sidekiq.default_configuration.logger = stderr : Sidekiq.logger = stderr
 name, action, migrate = ARGV
 Sidekiq::Cron::Job.migrate_old_jobs_if_needed! if migrate == "migrate"
 job = Sidekiq::Cron::Job.find(name) or abort("no valid entry #{name}")
