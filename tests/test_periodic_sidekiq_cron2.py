@@ -172,3 +172,13 @@ def test_what_djqueue_accepts_sidekiq_crons_parser_reads_alike_and_what_it_refus
         assert fugit[text] != cronsim, text
         with pytest.raises(InvalidCron, match="sidekiq-cron"):
             build(name="shared", cron=text, job="Report")
+
+
+def test_a_bad_entry_in_sidekiq_cron_2s_layout_is_named_by_its_own_keys(redis_url, r):
+    sync([build(name="nightly", cron="0 3 * * *", job="Nightly")], get_settings(), r)
+    ruby(redis_url, "cron_toggle.rb", "nightly", "enable", "migrate", command=RUBY7_CRON2)
+    r.delete("cron_job:default:nightly:jid_history")
+    r.set("cron_job:default:nightly:jid_history", "oops")
+    entry = PeriodicSet().find("nightly")
+    assert entry is not None and entry.key == "cron_job:default:nightly"
+    assert entry.error == "cron_job:default:nightly:jid_history is a string, not a list"

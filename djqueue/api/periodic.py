@@ -46,6 +46,9 @@ class PeriodicJob(ApiObject):
         self.fields = stored.fields
         #: What the entry's key holds (as ``TYPE`` names it): a hash unless it went bad.
         self.held = stored.held
+        #: The hash's key: ``cron_job:NAME``, or ``cron_job:default:NAME`` in sidekiq-cron 2's
+        #: layout (`djqueue.store.periodic_layout`).
+        self.key = stored.key
         self.periodic_store = PeriodicStore(self.redis, self.keys)
         self.cron: str = self.fields.get("cron", "")
         #: The parsed schedule, or None when the text is not one djqueue reads.
