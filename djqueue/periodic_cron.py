@@ -117,6 +117,26 @@ class CronExpression:
         return text if self.zone_name == "UTC" else f"{text} ({self.zone_name})"
 
 
+def unshared(schedule: CronExpression) -> str | None:
+    """What in ``schedule`` sidekiq-cron's parser (Fugit) refuses or reads otherwise than
+    cronsim, or None. Found by stepping both through the same expressions: Fugit refuses ``L``
+    in the day-of-week field (``5L``, the last Friday) and ``W`` in the day-of-month field
+    (``LW``); and with both day fields restricted, Fugit fires when either matches while cron
+    (and cronsim) fires when both do if one of them starts with ``*`` (``*/2``)."""
+    *_, day, _month, weekday = schedule.fields.split(" ")
+    if "L" in weekday.upper():
+        return f"{weekday!r} in the day-of-week field (L, the last such weekday of the month)"
+    if "W" in day.upper():
+        return f"{day!r} in the day-of-month field (W, the nearest weekday)"
+    if day != "*" and weekday != "*" and (day.startswith("*") or weekday.startswith("*")):
+        starred, where = (day, "day-of-month") if day.startswith("*") else (weekday, "day-of-week")
+        return (
+            f"{starred!r} in the {where} field beside a restricted other day field (cron fires "
+            f"when both match, sidekiq-cron when either does)"
+        )
+    return None
+
+
 def _repeated(moment: dt.datetime) -> bool:
     """Whether ``moment``'s wall time happens twice (the hour clocks go back)."""
     other = moment.replace(fold=1 - moment.fold)

@@ -32,13 +32,24 @@ from typing import Any
 
 from .job_options import _payload_options, check_options
 from .payload import check_json_args
-from .periodic_cron import InvalidCron, is_zone, parse
+from .periodic_cron import InvalidCron, is_zone, parse, unshared
 
 #: Seconds after its time within which a tick of a ``catch_up=False`` job still fires.
 GRACE = 60.0
 #: The ``source`` field of entries declared in code or settings: only these are removed from
 #: Redis when no running process declares them any more (see `djqueue.worker.periodic_sync`).
 SOURCE = "djqueue"
+#: A field naming who declared the entry, which sidekiq-cron 2 keeps: its ``save`` (a disable or
+#: enable from its Cron tab) writes ``source`` again as "dynamic" unless it is "schedule" (its
+#: own schedule file, which it would delete when its file no longer lists it).
+DECLARED_BY = "declared_by"
+
+
+def is_declared(fields: Mapping[str, str]) -> bool:
+    """Whether a stored entry was declared by djqueue code or settings (and not by Ruby, nor by
+    hand): it carries `DECLARED_BY`, or, written by an earlier djqueue, only ``source``."""
+    return fields.get(DECLARED_BY) == SOURCE or fields.get("source") == SOURCE
+
 
 #: Keys a ``PERIODIC`` settings entry may hold besides payload options (retry, tags...).
 SETTINGS_KEYS = frozenset(
@@ -84,6 +95,7 @@ class Periodic:
             "queue_name_delimiter": "",
             "symbolize_args": "false",
             "source": SOURCE,
+            DECLARED_BY: SOURCE,
             "catch_up": "true" if self.catch_up else "false",
         }
 
@@ -166,6 +178,12 @@ def build(
     schedule = parse(text)
     if timezone and schedule.zone_name != timezone:
         raise InvalidCron(f"{text!r}: the expression already ends with a time zone")
+    construct = unshared(schedule)
+    if construct:
+        raise InvalidCron(
+            f"{text!r}: {construct}: sidekiq-cron, which shares the schedule, cannot read it "
+            f"alike; write it without"
+        )
     job_options = dict(getattr(job, "job_options", {}) or {})
     job_options.update(check_options(_payload_options(dict(options or {}))))
     if queue is not None:

@@ -84,6 +84,25 @@ def test_a_bad_expression_says_what_is_wrong(text, says):
         CronExpression(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("0 0 LW * *", "'LW' in the day-of-month field"),
+        ("0 0 * * 5L", "'5L' in the day-of-week field"),
+        ("0 0 * * 1#1,5L", "'1#1,5L' in the day-of-week field"),
+        ("0 0 */2 * 1", r"'\*/2' in the day-of-month field beside"),
+        ("0 0 1 * */2", r"'\*/2' in the day-of-week field beside"),
+    ],
+)
+def test_a_cron_text_sidekiq_cron_reads_otherwise_is_refused_at_declaration(text, says):
+    # cronsim steps these; sidekiq-cron's parser refuses or reads them otherwise (see
+    # tests/test_periodic_sidekiq_cron2.py), and the schedule is shared with it.
+    CronExpression(text)
+    with pytest.raises(InvalidCron, match=f"{says}.*sidekiq-cron"):
+        djqueue.periodic(text, "Report", name="shared")
+    assert "shared" not in {entry.name for entry in periodic_declaration.declared()}
+
+
 def test_spring_forward_moves_a_skipped_tick_to_the_change_and_fall_back_runs_it_once():
     # 2027-03-14: New York's clocks go from 02:00 to 03:00; 02:30 does not exist that day.
     daily_0230 = CronExpression("30 2 * * * America/New_York")
@@ -195,6 +214,16 @@ def test_run_now_pushes_records_the_run_and_leaves_the_ticks_alone(redis_url, r)
     assert entry.history()[0]["jid"] == jid
     assert PeriodicSet().find("every").last_run is not None
     assert r.zrange(Keys().cron_enqueued("every"), 0, -1) == claims
+
+
+def test_a_hash_left_without_its_member_of_cron_jobs_never_fires(redis_url, r):
+    # What sidekiq-cron 2 leaves of a 1.8 entry it moved (here while another entry keeps
+    # cron_jobs in use): the hash, outside the set. A stale read of it must not push.
+    sync([declare("0 3 * * *"), declare("0 4 * * *", name="other")], get_settings(), r)
+    entry = PeriodicSet().find("every")
+    r.srem("cron_jobs", "cron_job:every")
+    assert entry is not None and entry.run_now() is None
+    assert pushed() == [] and r.exists(Keys().cron_job("every"))
 
 
 def test_client_middleware_runs_for_periodic_pushes_and_may_stop_one(redis_url, r):

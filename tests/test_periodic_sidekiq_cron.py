@@ -30,7 +30,9 @@ import pytest
 from djqueue.api import PeriodicSet
 from djqueue.config import get_settings
 from djqueue.periodic_cron import CronExpression
+from djqueue.periodic_declaration import build
 from djqueue.worker.periodic_poller import PeriodicPoller
+from djqueue.worker.periodic_sync import sync
 
 from .sidekiq_support import require_sidekiq_cron, ruby, sidekiq_process
 from .worker_support import wait_for
@@ -162,6 +164,16 @@ def test_sidekiq_crons_api_reads_djqueues_entry_and_its_disable_stops_djqueue(sp
     wait_for(lambda: len(ticks_run(r)) >= stopped_at + 2, timeout=10, what="firing again")
     stop(worker)
     assert len(set(ticks_run(r))) == len(ticks_run(r))
+
+
+def test_sidekiq_crons_web_tab_lists_djqueues_entry_and_its_buttons_act_on_it(redis_url, r):
+    sync([build(name="nightly", cron="0 3 * * *", job="Nightly")], get_settings(), r)
+    tab = json.loads(ruby(redis_url, "cron_web.rb", "nightly", "disable"))
+    assert tab == {"listed": True, "status": 302}
+    entry = PeriodicSet().find("nightly")
+    assert entry is not None and not entry.enabled and entry.declared
+    assert json.loads(ruby(redis_url, "cron_web.rb", "nightly", "enable"))["status"] == 302
+    assert PeriodicSet().find("nightly").enabled  # type: ignore[union-attr]
 
 
 # -- one tick decided by both pollers at a chosen time -----------------------------------------

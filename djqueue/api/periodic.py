@@ -27,7 +27,7 @@ from ..periodic_cron import (
     parse,
     parse_enqueue_time,
 )
-from ..periodic_declaration import SOURCE
+from ..periodic_declaration import is_declared
 from ..store import StatusStore
 from ..store.periodic import FIRED, PeriodicStore, StoredEntry
 from .base import ApiObject
@@ -48,6 +48,9 @@ class PeriodicJob(ApiObject):
         self.fields = stored.fields
         #: What the entry's key holds (as ``TYPE`` names it): a hash unless it went bad.
         self.held = stored.held
+        #: The hash's key: ``cron_job:NAME``, or ``cron_job:default:NAME`` in sidekiq-cron 2's
+        #: layout (`djqueue.store.periodic_layout`).
+        self.key = stored.key
         self.periodic_store = PeriodicStore(self.redis, self.keys)
         self.cron: str = self.fields.get("cron", "")
         #: The parsed schedule, or None when the text is not one djqueue reads.
@@ -154,7 +157,7 @@ class PeriodicJob(ApiObject):
     @property
     def declared(self) -> bool:
         """Declared by djqueue code or settings (not by Ruby, nor by hand)."""
-        return self.fields.get("source") == SOURCE
+        return is_declared(self.fields)
 
     @property
     def catch_up(self) -> bool:

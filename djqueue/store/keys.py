@@ -13,6 +13,8 @@ upgrade step (`djqueue.store.upgrade`) and for the sweep of an old process's wor
 
 from __future__ import annotations
 
+from .periodic_layout import PeriodicLayout, layouts
+
 #: Seconds an identity hash and its busy-work hashes live without a beat (Sidekiq's value).
 PROCESS_TTL = 60
 #: Seconds a remote signal waits in ``IDENTITY-signals`` for the heartbeat to pop it.
@@ -84,9 +86,6 @@ class Keys:
         #: Prefix of the job status hashes ``status:JID`` (tracked jobs only: those pushed
         #: with a ``retention``) and of their ``status:JID:done`` lists (see lua/status.lua).
         self.status_prefix = o + "status:"
-        #: sidekiq-cron's set of periodic jobs. Its members are the hash key names without the
-        #: namespace (``cron_job:NAME``), as sidekiq-cron under redis-namespace writes them.
-        self.cron_jobs = p + "cron_jobs"
         #: Hash: the transactional outbox as the last relay round saw it (``size``,
         #: ``oldest`` created_at, ``at``, ``process``), for ``djqueue stats``.
         self.outbox = o + "outbox"
@@ -134,22 +133,23 @@ class Keys:
         """A one-element list pushed when the tracked job finishes; result() blocks on it."""
         return f"{self.status_prefix}{jid}:done"
 
-    @staticmethod
-    def cron_member(name: str) -> str:
-        """The ``cron_jobs`` member naming periodic job ``name`` (no namespace)."""
-        return f"cron_job:{name}"
+    @property
+    def periodic(self) -> PeriodicLayout:
+        """sidekiq-cron 1.8's periodic keys (``cron_jobs``, ``cron_job:NAME``...); which layout
+        is in use is read from Redis (`djqueue.store.periodic_layout.detect`)."""
+        return layouts(self.prefix)[0]
 
     def cron_job(self, name: str) -> str:
-        """sidekiq-cron's hash of one periodic job: cron, class, args, message, status..."""
-        return f"{self.prefix}cron_job:{name}"
+        """sidekiq-cron 1.8's hash of one periodic job."""
+        return self.periodic.job(name)
 
     def cron_enqueued(self, name: str) -> str:
-        """sidekiq-cron's sorted set of claimed ticks: ISO time -> epoch; ZADD claims a tick."""
-        return f"{self.prefix}cron_job:{name}:enqueued"
+        """sidekiq-cron 1.8's sorted set of one periodic job's claimed ticks."""
+        return self.periodic.enqueued(name)
 
     def cron_history(self, name: str) -> str:
-        """sidekiq-cron's list of the last jids pushed: JSON ``{"jid", "enqueued"}``."""
-        return f"{self.prefix}cron_job:{name}:jid_history"
+        """sidekiq-cron 1.8's list of one periodic job's last jids."""
+        return self.periodic.history(name)
 
     def strip(self, key: str) -> str:
         return key[len(self.prefix) :] if self.prefix and key.startswith(self.prefix) else key

@@ -1,4 +1,8 @@
-"""Periodic jobs in sidekiq-cron's layout (version 1.8): the schedule, its claims, its history.
+"""Periodic jobs in sidekiq-cron's layout: the schedule, its claims, its history.
+
+Written here in 1.8's key names; sidekiq-cron 2's add its namespace (``cron_jobs:default``,
+``cron_job:default:NAME``...), and which of the two is in use is read from Redis at each step
+(`djqueue.store.periodic_layout`).
 
 - ``cron_jobs``: a set of ``cron_job:NAME`` members, one per periodic job.
 - ``cron_job:NAME``: a hash with sidekiq-cron's fields (``name``, ``cron``, ``klass``, ``args``,
@@ -27,6 +31,7 @@ import redis
 
 from .bad_keys import type_name
 from .keys import CRON_HISTORY_SIZE, CRON_REMEMBER, Keys
+from .periodic_layout import PeriodicLayout, detect
 from .replies import text
 from .scripts import PERIODIC_FIRE, PERIODIC_SAVE, PERIODIC_STATUS
 
@@ -50,6 +55,8 @@ class StoredEntry:
     problem: str = ""
     #: What ``cron_job:NAME`` holds, as ``TYPE`` names it.
     held: str = HASH
+    #: The hash's key (``cron_job:NAME``, or ``cron_job:default:NAME`` in sidekiq-cron 2's layout).
+    key: str = ""
 
 
 def wrong_type(key: str, kind: str, expected: str) -> str:
@@ -62,78 +69,83 @@ class PeriodicStore:
         self.redis = client
         self.keys = keys
 
-    def names(self) -> list[str]:
+    def layout(self) -> PeriodicLayout:
+        """The layout in use now (sidekiq-cron 1.8's or 2's), read from Redis."""
+        return detect(self.redis, self.keys.prefix)
+
+    def names(self, layout: PeriodicLayout | None = None) -> list[str]:
         """Every periodic job's name, sorted (members that are not ``cron_job:NAME`` skipped).
         Raises `BadPeriodicSet` when ``cron_jobs`` is not a set."""
+        at = layout or self.layout()
         try:
-            found = self.redis.smembers(self.keys.cron_jobs)
+            found = self.redis.smembers(at.jobs)
         except redis.ResponseError as exc:
             if not str(exc).startswith("WRONGTYPE"):
                 raise
-            kind = text(self.redis.type(self.keys.cron_jobs))
+            kind = text(self.redis.type(at.jobs))
             raise BadPeriodicSet(
-                f"{wrong_type(self.keys.cron_jobs, kind, 'set')}: no periodic job can be read "
+                f"{wrong_type(at.jobs, kind, 'set')}: no periodic job can be read "
                 f"or declared until it is deleted"
             ) from None
-        members = (text(m) for m in found)
-        return sorted(m[len("cron_job:") :] for m in members if m.startswith("cron_job:"))
+        names = (at.name_of(text(m)) for m in found)
+        return sorted(name for name in names if name is not None)
 
     def size(self) -> int:
         """Members of ``cron_jobs``: the periodic jobs in Redis."""
-        return int(self.redis.scard(self.keys.cron_jobs))
+        return int(self.redis.scard(self.layout().jobs))
 
     def read_all(self) -> dict[str, StoredEntry]:
         """name -> the entry, in two round trips; members without a hash are left out
         (sidekiq-cron's ``Job.all`` does the same). An entry whose keys hold the wrong type
         is returned with its `StoredEntry.problem`, never raised: one bad entry must not hide
         the others."""
-        names = self.names()
+        at = self.layout()
+        names = self.names(at)
         pipe = self.redis.pipeline(transaction=False)
         for name in names:
-            self._read(pipe, name)
+            self._read(pipe, at, name)
         replies = _replies(pipe)
         found: dict[str, StoredEntry] = {}
         for i, name in enumerate(names):
-            entry = self._entry(name, replies[4 * i : 4 * i + 4])
+            entry = self._entry(at, name, replies[4 * i : 4 * i + 4])
             if entry is not None:
                 found[name] = entry
         return found
 
     def read(self, name: str) -> StoredEntry | None:
+        at = self.layout()
         pipe = self.redis.pipeline(transaction=False)
-        self._read(pipe, name)
-        return self._entry(name, _replies(pipe))
+        self._read(pipe, at, name)
+        return self._entry(at, name, _replies(pipe))
 
-    def _read(self, pipe: Any, name: str) -> None:
-        k = self.keys
-        pipe.type(k.cron_job(name))
-        pipe.hgetall(k.cron_job(name))
-        pipe.type(k.cron_enqueued(name))
-        pipe.type(k.cron_history(name))
+    def _read(self, pipe: Any, at: PeriodicLayout, name: str) -> None:
+        pipe.type(at.job(name))
+        pipe.hgetall(at.job(name))
+        pipe.type(at.enqueued(name))
+        pipe.type(at.history(name))
 
-    def _entry(self, name: str, replies: list[Any]) -> StoredEntry | None:
+    def _entry(self, at: PeriodicLayout, name: str, replies: list[Any]) -> StoredEntry | None:
         kind, raw, claims, history = text(replies[0]), replies[1], *map(text, replies[2:])
         if kind == "none":
             return None
-        k = self.keys
         problems = [
             wrong_type(key, found, expected)
             for key, found, expected in (
-                (k.cron_job(name), kind, HASH),
-                (k.cron_enqueued(name), claims, ZSET),
-                (k.cron_history(name), history, LIST),
+                (at.job(name), kind, HASH),
+                (at.enqueued(name), claims, ZSET),
+                (at.history(name), history, LIST),
             )
             if found not in (expected, "none")
         ]
         fields = {text(f): text(v) for f, v in raw.items()} if isinstance(raw, dict) else {}
-        return StoredEntry(fields, "; ".join(problems), kind)
+        return StoredEntry(fields, "; ".join(problems), kind, at.job(name))
 
     def history(self, name: str) -> list[dict[str, Any]]:
         """The jid history, newest first; entries that are not JSON objects are skipped, and
         a history key of the wrong type reads as empty (the entry's problem says why)."""
         entries = []
         try:
-            raws = self.redis.lrange(self.keys.cron_history(name), 0, -1)
+            raws = self.redis.lrange(self.layout().history(name), 0, -1)
         except redis.ResponseError as exc:
             if not str(exc).startswith("WRONGTYPE"):
                 raise
@@ -149,7 +161,7 @@ class PeriodicStore:
 
     def last_claim(self, name: str) -> float | None:
         """The epoch of the latest tick claimed (fired, or skipped on declaration)."""
-        top = self.redis.zrange(self.keys.cron_enqueued(name), -1, -1, withscores=True)
+        top = self.redis.zrange(self.layout().enqueued(name), -1, -1, withscores=True)
         return float(top[0][1]) if top else None
 
     def save(
@@ -160,16 +172,18 @@ class PeriodicStore:
         written again from the code. Returns (whether the job is new, what was replaced: "KEY
         was a TYPE"). See ``lua/periodic_save.lua``; raises `BadPeriodicSet` when ``cron_jobs``
         is not a set."""
+        at = self.layout()
+        if at.namespace is not None:
+            fields = {**fields, "namespace": at.namespace}
         pairs: list[str] = []
         for key, value in fields.items():
             pairs += [key, value]
-        k = self.keys
         try:
             reply = PERIODIC_SAVE(
                 self.redis,
-                [k.cron_jobs, k.cron_job(name), k.cron_enqueued(name), k.cron_history(name)],
+                [at.jobs, at.job(name), at.enqueued(name), at.history(name)],
                 [
-                    Keys.cron_member(name),
+                    at.member(name),
                     repr(tick[0]),
                     tick[1],
                     "enabled" if enabled else "disabled",
@@ -179,7 +193,7 @@ class PeriodicStore:
         except redis.ResponseError as exc:
             if not str(exc).startswith("WRONGTYPE"):
                 raise
-            self.names()  # raises BadPeriodicSet, the one key the script does not replace
+            self.names(at)  # raises BadPeriodicSet, the one key the script does not replace
             raise
         created, *replaced = reply
         return bool(created), [text(r) for r in replaced]
@@ -187,7 +201,7 @@ class PeriodicStore:
     def set_status(self, name: str, enabled: bool) -> bool:
         """Enable or disable; False if the job no longer exists."""
         status = "enabled" if enabled else "disabled"
-        return bool(PERIODIC_STATUS(self.redis, [self.keys.cron_job(name)], [status]))
+        return bool(PERIODIC_STATUS(self.redis, [self.layout().job(name)], [status]))
 
     def fire(
         self,
@@ -202,17 +216,18 @@ class PeriodicStore:
         tick was claimed before or the job is disabled; ``tick=None`` runs it now, unclaimed.
         ``enqueued`` is the run's time as sidekiq-cron writes it. Returns `FIRED`,
         `CLAIMED_BEFORE`, `DISABLED` or `GONE`."""
-        k = self.keys
+        k, at = self.keys, self.layout()
         entry = json.dumps({"jid": jid, "enqueued": enqueued}, separators=(",", ":"))
         return int(
             PERIODIC_FIRE(
                 self.redis,
                 [
-                    k.cron_job(name),
-                    k.cron_enqueued(name),
-                    k.cron_history(name),
+                    at.job(name),
+                    at.enqueued(name),
+                    at.history(name),
                     k.queues,
                     k.queue(queue),
+                    at.jobs,
                 ],
                 [
                     "" if tick is None else repr(tick[0]),
@@ -223,6 +238,7 @@ class PeriodicStore:
                     entry,
                     CRON_HISTORY_SIZE,
                     CRON_REMEMBER,
+                    at.member(name),
                     k.status_prefix,
                 ],
             )
@@ -234,10 +250,10 @@ class PeriodicStore:
 
     def delete(self, name: str) -> bool:
         """Remove the job and its claims and history (sidekiq-cron's ``destroy``)."""
-        k = self.keys
+        at = self.layout()
         pipe = self.redis.pipeline(transaction=True)
-        pipe.srem(k.cron_jobs, Keys.cron_member(name))
-        pipe.delete(k.cron_job(name), k.cron_enqueued(name), k.cron_history(name))
+        pipe.srem(at.jobs, at.member(name))
+        pipe.delete(at.job(name), at.enqueued(name), at.history(name))
         removed, _ = pipe.execute()
         return bool(removed)
 

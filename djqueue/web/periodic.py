@@ -223,7 +223,7 @@ def periodic_page(name: str, settings: Settings | None = None) -> PeriodicPage |
 
 def _banner(entry: PeriodicJob) -> ProblemPage:
     """A bad entry's page names its key and what it holds, as a bad-key page does."""
-    key = entry.keys.cron_job(entry.name)
+    key = entry.key
     what = bad_keys.kind_problem(entry.held, "hash") or f"cannot be read: {entry.error}"
     return ProblemPage(f"Bad key {key}", problem(key, what), advice(key, entry.held))
 

@@ -46,7 +46,9 @@ from ..config import Settings
 from ..connection import CONNECTION_ERRORS
 from ..periodic_cron import iso
 from ..periodic_declaration import GRACE, Periodic
-from ..store.periodic import CLAIMED_BEFORE, BadPeriodicSet
+from ..store.keys import Keys
+from ..store.periodic import CLAIMED_BEFORE, BadPeriodicSet, PeriodicStore
+from ..store.periodic_layout import PeriodicLayout
 from .component import Component
 from .log import logger
 from .periodic_sync import sync
@@ -89,6 +91,8 @@ class PeriodicPoller(Component):
         #: it lasts. ``_failing`` holds pushes refused by Redis, cleared by the next answer.
         self._bad: dict[str, str] = {}
         self._failing: dict[str, str] = {}
+        #: The sidekiq-cron layout the last read found (`djqueue.store.periodic_layout`).
+        self._layout: PeriodicLayout | None = None
 
     def declare(self) -> None:
         """Write this process's declarations (`djqueue.worker.periodic_sync.sync`); the next look
@@ -152,7 +156,18 @@ class PeriodicPoller(Component):
 
     def _read(self) -> None:
         """Read the schedule; log each bad entry once, and write this process's own again
-        when one of them is bad."""
+        when one of them is bad, or when a sidekiq-cron 2 server has moved the schedule to its
+        layout (its move keeps only sidekiq-cron's fields: djqueue's are written again)."""
+        layout = PeriodicStore(self.redis, Keys(self.settings.namespace)).layout()
+        moved = self._layout is not None and layout != self._layout
+        self._layout = layout
+        if moved and self.declarations:
+            logger.info(
+                "periodic: the schedule is in sidekiq-cron %s's layout now; writing this "
+                "worker's declarations there",
+                layout.version,
+            )
+            self.declare()
         try:
             self._schedule = self.entries.all()
         except BadPeriodicSet as exc:

@@ -24,7 +24,7 @@ import redis
 from ..api.process import ProcessSet
 from ..config import Settings
 from ..periodic_cron import iso, parse
-from ..periodic_declaration import SOURCE, Periodic
+from ..periodic_declaration import Periodic, is_declared
 from ..store import Keys, ProcessStore
 from ..store.periodic import PeriodicStore
 from .log import logger
@@ -51,7 +51,7 @@ def sync(
     retired = [
         name
         for name, stored in store.read_all().items()
-        if stored.fields.get("source") == SOURCE and name not in mine
+        if is_declared(stored.fields) and name not in mine
     ]
     if not retired:
         return created, []

@@ -3,13 +3,15 @@
 -- pushed once across every process and host (djqueue's and sidekiq-cron's pollers alike) and
 -- a crash can never claim a tick without pushing it.
 -- KEYS[1] = cron_job:NAME, KEYS[2] = cron_job:NAME:enqueued, KEYS[3] = cron_job:NAME:jid_history,
--- KEYS[4] = the queues set, KEYS[5] = queue:QUEUE.
+-- KEYS[4] = the queues set, KEYS[5] = queue:QUEUE, KEYS[6] = cron_jobs (the layout's set).
 -- ARGV[1] = the tick's epoch ('' to run now: no claim), ARGV[2] = the tick as ISO 8601 UTC (the
 -- claimed member, sidekiq-cron's format), ARGV[3] = QUEUE, ARGV[4] = the job JSON ('' to only
 -- skip the tick of a disabled job),
 -- ARGV[5] = last_enqueue_time ('%Y-%m-%d %H:%M:%S +0000'), ARGV[6] = the history entry JSON,
--- ARGV[7] = history entries kept, ARGV[8] = seconds of claimed ticks kept, ARGV[9] = the status
--- key prefix (a tracked job's status becomes 'pending').
+-- ARGV[7] = history entries kept, ARGV[8] = seconds of claimed ticks kept, ARGV[9] = the job's
+-- member of KEYS[6], ARGV[10] = the status key prefix (a tracked job's status becomes 'pending').
+-- A job no longer in KEYS[6] is gone, even if its hash is left: sidekiq-cron 2 moves 1.8's
+-- entries to its namespace and leaves their old hashes behind, which must never fire again.
 -- A tick that falls while the job is disabled is claimed as skipped, so that enabling the job
 -- later never fires it as a missed tick.
 -- Returns 1 when pushed, 0 when the tick was claimed before (or, skipping, the job is enabled
@@ -30,6 +32,10 @@ for i = 1, 2 do
   local found = wrong(i)
   if i == 1 and found == 'none' then return -2 end
   if found and found ~= 'none' then return redis.error_reply(found) end
+end
+local jobs = redis.call('TYPE', KEYS[6])['ok']
+if jobs == 'none' or (jobs == 'set' and redis.call('SISMEMBER', KEYS[6], ARGV[9]) == 0) then
+  return -2
 end
 -- A claim lost to another poller (the common case with several workers) ends here, cheaply.
 if ARGV[1] ~= '' and ARGV[4] ~= '' and redis.call('ZSCORE', KEYS[2], ARGV[2]) then return 0 end
