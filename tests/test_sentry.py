@@ -60,7 +60,9 @@ def sent(redis_url: str) -> Iterator[Callable[..., Collect]]:
         return transport
 
     yield init
-    sentry_sdk.init()
+    # A client with no integrations at all: the SDK's defaults would patch logging, threading
+    # and subprocess for the rest of the run.
+    sentry_sdk.init(default_integrations=False, auto_enabling_integrations=False)
     around.remove(sentry._around)
     client_middleware.remove(sentry.stamp)
     signals.job_failed.disconnect(sentry._failed)
