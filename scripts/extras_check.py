@@ -3,7 +3,7 @@ push a job, run it with a worker, and open the admin (Django) or the dashboard (
 a private redis-server. The Django site and the Flask back office are the example project's
 (what scripts/demo serves). Run by scripts/test-extras with the fresh virtualenv's python:
 
-    python scripts/extras_check.py core|django|flask WORKDIR
+    python scripts/extras_check.py core|django|flask|sentry WORKDIR
 
 Silent when everything works; otherwise it exits non-zero saying what failed, with the worker's
 output. It imports only the standard library and what the extra installs, and runs from
@@ -31,6 +31,7 @@ ABSENT = {
     "core": ("django", "flask", "sqlalchemy"),
     "django": ("flask", "sqlalchemy"),
     "flask": ("django", "sqlalchemy", "flask_sqlalchemy"),
+    "sentry": ("django", "flask", "sqlalchemy"),
 }
 NOTES = "extras:notes"
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
@@ -152,12 +153,58 @@ def check_flask(work: Path, env: dict[str, str], url: str, r: Any) -> None:
         raise Failed(f"the dashboard answered {page.status_code}:\n{page.text[:2000]}")
 
 
+SENTRY_JOB = """
+import redis
+import sentry_sdk
+from sentry_sdk.transport import Transport
+
+import djqueue
+from djqueue.contrib.sentry import DjqueueIntegration
+
+
+class Note(Transport):
+    \"\"\"Each event's job class and queue, noted in Redis instead of sent.\"\"\"
+
+    def capture_envelope(self, envelope):
+        event = envelope.get_event()
+        if event is not None:
+            job = event["contexts"]["djqueue"]
+            text = f"{job['class']} {job['queue']} {event['exception']['values'][-1]['value']}"
+            redis.Redis.from_url(djqueue.get_settings().redis_url).rpush("extras:notes", text)
+
+
+sentry_sdk.init(dsn="https://key@sentry.example.com/1", transport=Note(),
+                integrations=[DjqueueIntegration()])
+
+
+@djqueue.job(name="extras.crash", retry=False)
+def crash(text):
+    raise ValueError(text)
+"""
+
+
+def check_sentry(work: Path, env: dict[str, str], url: str, r: Any) -> None:
+    """A failing job, run by ``djqueue worker``: its event reaches the SDK with the job."""
+    write(work, {"jobs.py": SENTRY_JOB})
+    env["DJQUEUE_REDIS_URL"] = os.environ["DJQUEUE_REDIS_URL"] = url
+    from jobs import crash
+
+    crash.perform_later("sentry")
+    done = noted(r, "extras.crash default sentry")
+    run_worker([bin_("djqueue"), "worker", "-r", "jobs"], env, work, done)
+
+
 def bin_(name: str) -> str:
     """A command the extra installed into this virtualenv."""
     return str(Path(sys.executable).parent / name)
 
 
-CHECKS = {"core": check_core, "django": check_django, "flask": check_flask}
+CHECKS = {
+    "core": check_core,
+    "django": check_django,
+    "flask": check_flask,
+    "sentry": check_sentry,
+}
 
 
 def main() -> None:

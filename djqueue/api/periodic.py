@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from ..client import Client, Landing, announce
@@ -229,7 +230,11 @@ class PeriodicJob(ApiObject):
         )
         payload.pop("at", None)
         landing = _Tick(self, tick, clock, now)
-        client.send([payload], landing)
+        token = firing.set(self.name)
+        try:
+            client.send([payload], landing)
+        finally:
+            firing.reset(token)
         return str(payload["jid"]) if landing.fired else None
 
     def item(self, now: float) -> dict[str, Any]:
@@ -295,6 +300,11 @@ class _Tick(Landing):
         if outcome == FIRED:
             self.fired = True
             announce([payload])
+
+
+#: The periodic job whose run is being pushed, while the client middleware runs (None for any
+#: other push): an integration names a periodic run's monitor after it (`djqueue.contrib.sentry`).
+firing: ContextVar[str | None] = ContextVar("djqueue_periodic_firing", default=None)
 
 
 def redis_clock(api: ApiObject) -> Callable[[], float]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -98,6 +99,13 @@ def add_worker_arguments(
         default=None,
         help="run until the queues are empty and no job runs, then exit 0 (jobs scheduled "
         "for later, and retries, stay for the next worker); one worker process",
+    )
+    parser.add_argument(
+        "--health-file",
+        default=None,
+        metavar="PATH",
+        help="write PATH at every heartbeat (even while Redis is away), for djqueue health "
+        "--health-file PATH in a liveness probe",
     )
     parser.add_argument(
         "-v",
@@ -265,12 +273,14 @@ def run_worker(
             burst = bool(options.get("burst"))
             if burst and s.processes != 1:
                 raise ConfigurationError("burst", "--burst runs one worker process: -p 1")
+            health_file = options.get("health_file")
             if burst or (s.processes == 1 and not (s.max_memory or s.max_jobs)):
-                code = run_launcher(parent, burst)
+                code = run_launcher(parent, burst, health_file)
             else:
                 if threading.current_thread() is not threading.main_thread():
                     raise ConfigurationError("processes", "a swarm runs in the main thread only")
-                code = Swarm(process_count(s.processes), run_launcher).run()
+                child = functools.partial(run_launcher, health_file=health_file)
+                code = Swarm(process_count(s.processes), child).run()
         finally:
             config.pin(None)
         if threading.current_thread() is threading.main_thread():
@@ -296,15 +306,20 @@ def run_worker(
     return code
 
 
-def run_launcher(parent: int | None = None, burst: bool = False) -> int:
+def run_launcher(
+    parent: int | None = None, burst: bool = False, health_file: str | None = None
+) -> int:
     """One worker process, with the settings in force, until TERM/INT (or its recycling, or,
     with ``burst``, until the queues are empty); ``parent`` is the pid of the process it stops
-    without (a swarm's parent, a reloader)."""
+    without (a swarm's parent, a reloader); ``health_file``: written at every beat. In a
+    swarm every child writes it: it holds the latest beat of any (the parent replaces a child
+    that dies)."""
     from .launcher import Launcher
 
     launcher = Launcher(config.get_settings())
     launcher.parent = parent
     launcher.burst = burst
+    launcher.heartbeat.health_file = health_file
     restore = _install_signal_handlers(launcher.signal)
     if threading.current_thread() is threading.main_thread():
         # A swarm's worker process starts with them blocked (`djqueue.worker.swarm`).
@@ -433,6 +448,8 @@ REPORTS = {
     "queues": "print each queue's size and latency",
     "status": "print a tracked job's state, times, attempts, error and result",
     "periodic": "list periodic jobs (last and next run), or enable, disable, run or delete one",
+    "health": "exit 0 when the worker on this host beat recently and is not stuck, else 1 "
+    "with the reason (a probe's command)",
 }
 
 
@@ -448,6 +465,38 @@ def add_report_arguments(parser: argparse.ArgumentParser, command: str = "stats"
         parser.add_argument("jid", help="the job's id")
     if command == "periodic":
         add_periodic_arguments(parser)
+    if command == "health":
+        add_health_arguments(parser)
+
+
+def add_health_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``health`` (`djqueue.health`)."""
+    parser.add_argument(
+        "--health-file",
+        default=None,
+        metavar="PATH",
+        help="read the beat from PATH, which the worker writes (its --health-file), not from "
+        "Redis: for a liveness probe that a Redis outage does not fail",
+    )
+    parser.add_argument(
+        "--max-age",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="a beat older than this is stale (default: 3 heartbeat intervals)",
+    )
+    parser.add_argument(
+        "--max-job-seconds",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="a job running longer than this makes the worker stuck (default: no limit)",
+    )
+    parser.add_argument(
+        "--ready",
+        action="store_true",
+        help="also fail when the worker is quiet (takes no new job): for a readiness probe",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -489,13 +538,26 @@ def run_report(
         jid = options["jid"]
         text = reports.job_status(jid, effective)
         return Report(1 if text.startswith(f"job {jid}: unknown") else 0, text, source)
+    if command == "health":
+        from ..health import check
+
+        code, text = check(
+            effective,
+            options.get("health_file"),
+            options.get("max_age"),
+            options.get("max_job_seconds"),
+            bool(options.get("ready")),
+        )
+        if options.get("health_file"):
+            source = f"(read from {options['health_file']})"
+        return Report(code, text, source, error=code != 0)
     if command == "stats":
         return Report(0, reports.stats(effective, outbox), source)
     return Report(0, reports.queues(effective), source)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console script ``djqueue``: ``worker``, ``stats``, ``queues``, ``status``, ``periodic``."""
+    """Console script ``djqueue``: ``worker``, and the reports of `REPORTS`."""
     parser = build_parser()
     args = parser.parse_args(argv)
     options = vars(args)

@@ -17,7 +17,7 @@ from typing import Any
 
 import redis
 
-from .. import running
+from .. import health, running
 from ..payload import dumps
 from ..store import Keys, ProcessStore, StatusStore
 from .backoff import REDIS_ERRORS
@@ -84,11 +84,16 @@ class Heartbeat:
         #: Redis lost it (restarted empty, flushed), and what the worker declares must be
         #: written again (the launcher's periodic jobs).
         self.renewed = False
+        #: ``--health-file``: where each beat is written first, Redis or not (`djqueue.health`).
+        self.health_file: str | None = None
+        self.interval = float(info.get("heartbeat_interval") or 5.0)
 
     def beat(self) -> str | None:
         """Write one beat; returns the remote signal popped (``TSTP``, ``TERM``, ``TTIN``)."""
         processed, failed = self.tally.take()
         busy = self.tally.busy()
+        if self.health_file:
+            self.write_health(busy)
         work = {
             tid: dumps({**w, "payload": w["payload"].decode("utf-8", "replace")})
             for tid, w in busy.items()
@@ -117,6 +122,22 @@ class Heartbeat:
         if tracked:
             self.check_cancels(tracked)
         return signal
+
+    def write_health(self, busy: dict[str, dict[str, Any]]) -> None:
+        """Write the health file; a failure is logged, and the beat goes on."""
+        assert self.health_file
+        beat = health.Beat(
+            identity=self.identity,
+            pid=os.getpid(),
+            beat=time.time(),
+            heartbeat_interval=self.interval,
+            quiet=self.quiet(),
+            running_since=tuple(float(w["run_at"]) for w in busy.values()),
+        )
+        try:
+            health.write_file(self.health_file, beat)
+        except OSError as exc:
+            logger.warning("cannot write the health file %s: %s", self.health_file, exc)
 
     def check_cancels(self, raws: list[bytes]) -> None:
         """Read the cancel flags of the tracked jobs running here (one round trip, only while

@@ -76,3 +76,16 @@ def test_the_djqueue_command_says_which_redis_it_read(project, redis_url):
         f"(read from Redis at {redis_url}) (not Django's DJQUEUE setting: "
         "python manage.py djqueue stats reads it)\n"
     )
+
+
+def test_manage_py_djqueue_health_judges_the_worker_of_the_djqueue_setting(
+    project, redis_url, worker
+):
+    djqueue.configure(redis_url=redis_url, namespace="shop")
+    absent = command(project, "-m", "django", "djqueue", "health")
+    assert absent.returncode == 1
+    assert absent.stderr.splitlines()[0].startswith("unhealthy: no live worker process in Redis")
+    running = worker()
+    found = command(project, "-m", "django", "djqueue", "health", "--ready")
+    assert found.returncode == 0, found.stderr
+    assert found.stdout == f"ready: {running.identity}\n"

@@ -283,6 +283,9 @@ def test_no_auth_is_refused_outside_debug_mode_but_the_apps_commands_run(
     stats = app.test_cli_runner().invoke(args=["djqueue", "stats"])
     assert stats.exit_code == 0, stats.output
     assert "enqueued   1" in stats.output
+    health = app.test_cli_runner().invoke(args=["djqueue", "health"])
+    assert health.exit_code == 1
+    assert health.output.startswith("unhealthy: no live worker process in Redis for host ")
     page = app.test_client().get("/djqueue/")
     assert page.status_code == 500
     assert page.text == (
