@@ -11,7 +11,7 @@ import contextvars
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from . import pipeline, registry
@@ -28,8 +28,9 @@ def current_job() -> Payload | None:
     return _current.get()
 
 
-def _in_this_process(call: Callable[[], Any]) -> Callable[[], Any]:
-    """``call`` (the job's own code); a process it forks and that returns from it exits there.
+def _in_this_process(definition: Any, instance: Any, args: list[Any]) -> Any:
+    """Run the job's own code (``definition.execute``); a process it forks and that returns
+    from it exits there.
 
     Only the forking thread survives a fork, so a child returning into djqueue would run a
     lone processor loop: fetching and running jobs, its middleware closing the parent's
@@ -37,20 +38,16 @@ def _in_this_process(call: Callable[[], Any]) -> Callable[[], Any]:
     is the job's, and it ended when the job returned: it exits at once (0, or 1 with the
     traceback on stderr), before any middleware, acknowledgement or log line of the worker.
     """
-
-    def guarded() -> Any:
-        pid = os.getpid()
-        try:
-            value = call()
-        except BaseException:
-            if os.getpid() != pid:
-                _leave_forked_child(1)
-            raise
+    pid = os.getpid()
+    try:
+        value = definition.execute(instance, args)
+    except BaseException:
         if os.getpid() != pid:
-            _leave_forked_child(0)
-        return value
-
-    return guarded
+            _leave_forked_child(1)
+        raise
+    if os.getpid() != pid:
+        _leave_forked_child(0)
+    return value
 
 
 def _leave_forked_child(code: int) -> None:
@@ -69,36 +66,34 @@ def run(payload: Payload, queue: str | None = None, middleware: Chain | None = N
 
     `djqueue.errors.UnknownJob` when the name is not registered in this process.
     """
-    definition, steps, args = _plan(payload, queue, middleware)
-    job = _in_this_process(lambda: definition.execute(args[0], payload["args"]))
+    definition = registry.lookup(payload["class"])
+    instance = definition.instantiate(payload)
+    chain = server_middleware if middleware is None else middleware
     token = _current.set(payload)
     try:
-        return pipeline.run(steps, args, job)
+        return chain.invoke(
+            instance,
+            payload,
+            queue or payload.get("queue", "default"),
+            partial(_in_this_process, definition, instance, payload["args"]),
+        )
     finally:
         _current.reset(token)
 
 
 async def run_async(payload: Payload, queue: str | None = None) -> Any:
     """`run` for an ``async def`` job, awaited on the worker's event loop: the same steps."""
-    definition, steps, args = _plan(payload, queue, None)
+    definition = registry.lookup(payload["class"])
+    instance = definition.instantiate(payload)
     token = _current.set(payload)
     try:
         return await pipeline.run_async(
-            steps, args, lambda: definition.aexecute(args[0], payload["args"])
+            server_middleware.steps(),
+            (instance, payload, queue or payload.get("queue", "default")),
+            lambda: definition.aexecute(instance, payload["args"]),
         )
     finally:
         _current.reset(token)
-
-
-def _plan(
-    payload: Payload, queue: str | None, middleware: Chain | None
-) -> tuple[Any, list[Any], tuple[Any, Payload, str]]:
-    """The job's definition, the server middleware around it, and the middleware's
-    arguments (the instance the job runs as, the payload, the queue)."""
-    definition = registry.lookup(payload["class"])
-    instance = definition.instantiate(payload)
-    chain = server_middleware if middleware is None else middleware
-    return definition, chain.steps(), (instance, payload, queue or payload.get("queue", "default"))
 
 
 def execute_now(item: dict[str, Any]) -> Any:

@@ -13,6 +13,7 @@ import datetime as dt
 import inspect
 import math
 from collections.abc import Callable, Iterable, Sequence
+from types import CoroutineType
 from typing import Any, ClassVar, TypeVar, overload
 
 from . import registry
@@ -213,7 +214,7 @@ class FunctionJob(JobHandle):
 
 def _finish(result: Any) -> Any:
     """Run a coroutine returned by an ``async def`` job to completion on a fresh loop."""
-    if inspect.iscoroutine(result):
+    if isinstance(result, CoroutineType):  # inspect.iscoroutine, without the extra call
         return asyncio.run(result)
     return result
 

@@ -89,3 +89,33 @@ def test_500_async_jobs_through_a_step_and_a_middleware_need_no_thread_each(work
     wait_for(lambda: len(seen) == 1000, what="the steps' ends")
     assert {name for _, _, name in seen} == {"djqueue-asyncio"}
     assert len(wrapped) == 500 and set(wrapped) == {"djqueue-asyncio"}
+
+
+@pytest.mark.parametrize("name", ["job_started", "job_succeeded", "job_failed"])
+def test_a_job_signal_reaches_its_receiver_when_it_is_the_only_one_connected(worker, r, name):
+    """The signals' step stays out of jobs when nobody listens: one receiver of any of the
+    three is enough to bring it back."""
+    heard: list[tuple[str, dict[str, Any]]] = []
+
+    def receiver(sender: str, **kwargs: Any) -> None:
+        heard.append((sender, kwargs))
+
+    signal = getattr(djqueue.signals, name)
+    signal.connect(receiver)
+    try:
+        worker()
+        ok = jobs.record.perform_later("ran", "x")
+        failed = jobs.fail_quietly.perform_later("boom")
+        wait_for(lambda: r.llen("ran"), what="the job that succeeds")
+        expected = {"job_started": 2, "job_succeeded": 1, "job_failed": 1}[name]
+        wait_for(lambda: len(heard) >= expected, what=f"the {name} signals")
+    finally:
+        signal.disconnect(receiver)
+    jids = sorted(kwargs["payload"]["jid"] for _, kwargs in heard)
+    if name == "job_started":
+        assert jids == sorted([ok, failed])
+    elif name == "job_succeeded":
+        assert jids == [ok] and heard[0][0] == "t.record" and heard[0][1]["elapsed"] >= 0
+    else:
+        assert jids == [failed] and heard[0][0] == "t.fail_quietly"
+        assert str(heard[0][1]["exception"]) == "boom"

@@ -111,9 +111,22 @@ class JobLogger:
 
 
 class JobSignals:
-    """Sends ``job_started``, then ``job_succeeded`` or ``job_failed`` (djqueue.signals)."""
+    """Sends ``job_started``, then ``job_succeeded`` or ``job_failed`` (djqueue.signals).
 
-    def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None]:
+    With no receiver connected to any of the three when a job starts (the usual case), the
+    step stays out of that job: a receiver connected while it runs is called from the next
+    job on."""
+
+    def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None] | None:
+        if (
+            signals.job_started.receivers
+            or signals.job_succeeded.receivers
+            or signals.job_failed.receivers
+        ):
+            return self.report(payload)
+        return None
+
+    def report(self, payload: dict[str, Any]) -> Iterator[None]:
         started = self.started(payload)
         try:
             yield
@@ -124,7 +137,7 @@ class JobSignals:
 
     @staticmethod
     def started(payload: dict[str, Any]) -> float:
-        if signals.job_started.receivers:
+        if signals.job_started.receivers or signals.job_failed.receivers:
             signals.job_started.send(payload["class"], payload=payload)
         return time.perf_counter()
 

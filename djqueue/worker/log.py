@@ -25,6 +25,7 @@ import threading
 import time
 from typing import Any
 
+from ..context import FIELD as CONTEXT_FIELD
 from ..context import carried, request_id
 
 logger = logging.getLogger("djqueue.worker")
@@ -69,29 +70,30 @@ def bind_job(payload: dict[str, Any]) -> contextvars.Token[Any]:
     """The job context of the lines logged while ``payload`` runs. ``class`` is the name a
     person knows the job by: ``display_class`` when the payload has one (a ``django.tasks``
     task's path rather than its wrapper job's name), as Sidekiq's UIs show it."""
-    fields = {
-        "class": payload.get("display_class") or payload.get("class"),
-        "jid": payload.get("jid"),
-    }
-    text = escape(f" class={fields['class']} jid={fields['jid']}")
+    name = payload.get("display_class") or payload.get("class")
+    jid = payload.get("jid")
+    fields = {"class": name, "jid": jid}
     # The job's ``start`` and ``done`` lines are logged outside the middleware that binds
     # the request context, so the payload's request id is kept with the job's own context.
-    rid = carried(payload).get("request_id")
-    if rid is not None:
-        fields["request_id"] = str(rid)
-    return job_context.set((text, fields))
+    if CONTEXT_FIELD in payload:
+        rid = carried(payload).get("request_id")
+        if rid is not None:
+            fields["request_id"] = str(rid)
+    return job_context.set((escape(f" class={name} jid={jid}"), fields))
 
 
 #: Seconds the writer waits after a line before it writes what has piled up.
 PAUSE = 0.005
 
 
-def _request_id(record: logging.LogRecord) -> str | None:
-    """The id of the web request behind the job (or request) that logged ``record``."""
+def _request_id(
+    record: logging.LogRecord, context: tuple[str, dict[str, Any]] | None
+) -> str | None:
+    """The id of the web request behind the job (or request) that logged ``record``, whose
+    job context (`_context`, which the formatters look up first) is ``context``."""
     found = record.djqueue_request_id if hasattr(record, "djqueue_request_id") else request_id()
-    if found is None:
-        context = _context(record)
-        found = context[1].get("request_id") if context else None
+    if found is None and context:
+        found = context[1].get("request_id")
     return found
 
 
@@ -215,7 +217,7 @@ class TextFormatter(_Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         context = _context(record)
-        rid = _request_id(record)
+        rid = _request_id(record, context)
         line = (
             f"{self.clock(record.created)} pid={record.process} tid={tid(record.thread)}"
             f"{context[0] if context else ''}{f' request_id={escape(rid)}' if rid else ''} "
@@ -239,7 +241,7 @@ class JsonFormatter(_Formatter):
             "msg": record.getMessage(),
         }
         ctx = dict(context[1]) if context else {}
-        rid = _request_id(record)
+        rid = _request_id(record, context)
         if rid:
             ctx["request_id"] = rid
         elapsed = getattr(record, "elapsed", None)

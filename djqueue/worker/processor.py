@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .. import executor, pipeline, registry
@@ -32,11 +33,11 @@ Ended = Callable[["Processor", BaseException | None], None]
 
 def run(steps: Sequence[Any], unit: Unit, payload: dict[str, Any]) -> None:
     """Run the job in this thread through the runtime's steps (`Manager.steps`)."""
+    pipeline.run(steps, (unit, payload), partial(_job, unit, payload))
 
-    def job() -> None:
-        unit.result = executor.run(payload, unit.queue)
 
-    pipeline.run(steps, (unit, payload), job)
+def _job(unit: Unit, payload: dict[str, Any]) -> None:
+    unit.result = executor.run(payload, unit.queue)
 
 
 class Processor:

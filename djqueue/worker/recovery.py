@@ -64,8 +64,10 @@ class RecoveryGuard:
     offload: Any = staticmethod(asyncio.to_thread)
 
     def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None] | None:
+        if not unit.recovered:
+            return None
         jid = payload.get("jid")
-        if not unit.recovered or not isinstance(jid, str):
+        if not isinstance(jid, str):
             return None
         return self.guard(unit, payload, jid)
 

@@ -10,19 +10,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from asyncio import _get_running_loop
 from collections.abc import Iterator
 from typing import Any
 
 from .fetch import Unit
 from .log import tid
-
-
-def _task_ident() -> int | None:
-    """The running task's id on the event loop, which runs many jobs at once (each has a
-    busy-work entry of its own); None in a processor thread (the thread's id is used)."""
-    if asyncio._get_running_loop() is None:
-        return None
-    return id(asyncio.current_task())
 
 
 class Tally:
@@ -42,7 +35,9 @@ class Tally:
         self.work: dict[str, dict[str, Any]] = {}
 
     def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None]:
-        key = tid(_task_ident())
+        # A processor thread's entry is keyed by its thread; on the event loop, which runs
+        # many jobs at once, each job's by its task.
+        key = tid() if _get_running_loop() is None else tid(id(asyncio.current_task()))
         self.work[key] = {"queue": unit.queue, "payload": unit.raw, "run_at": int(time.time())}
         failed = False
         try:
