@@ -452,7 +452,7 @@ def test_sidekiq_written_jobs_show_their_names_and_times(
         r.zadd("retry", {json.dumps(item, separators=(",", ":")): score})
     listing = admin_client.get(f"{ADMIN}/retryjob/")
     text = listing.content.decode()
-    assert "InvoiceMailerJob" in text and "42, &quot;fr&quot;" in text
+    assert "InvoiceMailerJob" in text and "42, &#34;fr&#34;" in text
     assert "billing.tasks.charge" in text and "Net::ReadTimeout" in text
     key = next(k for k in keys(listing) if k.endswith("a" * 24))
     job = admin_client.get(f"{ADMIN}/retryjob/{key}/").content.decode()
