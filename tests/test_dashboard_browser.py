@@ -251,7 +251,7 @@ def test_every_page_light_and_dark(
     assert problems.take() == []
 
 
-def test_breadcrumbs_follow_the_running_django(page: Page, mount: Mount, r: redis.Redis) -> None:
+def test_layout_follows_the_running_django(page: Page, mount: Mount, r: redis.Redis) -> None:
     """Django 6 draws breadcrumbs as a list, 5.2 as links with "›" between them: the frame
     draws the admin's own, so its stylesheet lays them out (never a numbered list)."""
     ok.set(queue="mailers").perform_async(1)
@@ -270,6 +270,13 @@ def test_breadcrumbs_follow_the_running_django(page: Page, mount: Mount, r: redi
     table = page.locator("#changelist-search").bounding_box()
     assert sidebar is not None and table is not None
     assert sidebar["x"] > table["x"] + table["width"] - 1
+    # A page without a sidebar gives its tables the whole width (not squeezed into a row).
+    for tab, table_id in (("busy", "#result_list"), ("busy", "#djqueue-work-list")):
+        go(page, mount.url(tab))
+        main = page.locator("#content-main").bounding_box()
+        box = page.locator(table_id).bounding_box()
+        assert main is not None and box is not None
+        assert box["width"] > 0.9 * main["width"], (tab, table_id, box, main)
 
 
 # -- actions ----------------------------------------------------------------------------------
