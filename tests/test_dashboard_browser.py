@@ -303,6 +303,10 @@ def test_retry_kill_delete_from_a_list_and_a_job(
     run_action(page, [second], "kill")
     expect(messages(page)).to_have_text(["Killed 1 job."])
     run_action(page, [third], "delete")
+    expect(page.locator("h2.djqueue-question")).to_have_text("Delete the 1 selected job?")
+    assert RetrySet().size == 2  # nothing deleted before the answer
+    with page.expect_navigation():
+        page.get_by_role("button", name="Yes, I’m sure").click()
     expect(messages(page)).to_have_text(["Deleted 1 job."])
     assert [j.jid for j in Queue().jobs()] == [first]
     assert [e.jid for e in DeadSet().jobs()] == [second]
