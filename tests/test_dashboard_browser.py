@@ -38,7 +38,7 @@ from djqueue.web.lists import job_list
 from djqueue.web.query import ListQuery
 from flask_djqueue import DjQueue
 from flask_djqueue.dashboard import dashboard_blueprint
-from tests.browser import VIEWPORT, Problems, expect, log_in
+from tests.browser import VIEWPORT, Problems, expect, log_in, update_docs_screenshot
 from tests.worker_support import Running, wait_for
 
 if TYPE_CHECKING:
@@ -147,8 +147,10 @@ def page(browser: Browser, mount: Mount, problems: Problems) -> Iterator[Page]:
     assert problems.take() == []
 
 
-def shoot(page: Page, mount: Mount, name: str) -> None:
-    page.screenshot(path=str(mount.shots() / f"{name}.png"), full_page=True, animations="disabled")
+def shoot(page: Page, mount: Mount, name: str) -> Path:
+    path = mount.shots() / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True, animations="disabled")
+    return path
 
 
 def rows(page: Page) -> Locator:
@@ -245,7 +247,9 @@ def test_every_page_light_and_dark(
             go(page, url)
             expect(page.locator("#content-main")).to_contain_text(expected[name])
             expect(page.locator(".djqueue-nav li.active")).to_have_count(1)
-            shoot(page, mount, f"{name}-{scheme}")
+            shot = shoot(page, mount, f"{name}-{scheme}")
+            if (mount.name, name, scheme) == ("django", "dashboard", "light"):
+                update_docs_screenshot(shot)  # with DJQUEUE_UPDATE_DOCS_SCREENSHOTS=1
         page.context.close()
     running.stop()
     assert problems.take() == []

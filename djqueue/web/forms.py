@@ -40,9 +40,10 @@ class Refused(Exception):
 class Outcome:
     message: str = ""
     ok: bool = True
-    #: Ask this first; the answer re-posts `fields` with ``confirm=yes``.
+    #: Ask this first; the answer re-posts `fields` with ``confirm=yes`` (a list: the field
+    #: repeated, as the ticked rows' ``_selected_action``).
     question: str = ""
-    fields: dict[str, str] = field(default_factory=dict)
+    fields: Mapping[str, str | list[str]] = field(default_factory=dict)
     #: What the question page adds below the question (what the answer will and won't do).
     note: str = ""
 
@@ -85,7 +86,8 @@ def list_action(
         # As Django's own "Delete selected": deleting is the one action that loses the job.
         count = len(keys)
         question = f"Delete the {count:,} selected job{'s' if count != 1 else ''}?"
-        return Outcome(question=question, fields={"action": action.name, "_selected_action": keys})
+        ticked: dict[str, str | list[str]] = {"action": action.name, "_selected_action": keys}
+        return Outcome(question=question, fields=ticked)
     if every and form.get("confirm") != "yes":
         total = job_list(kind, params, queue=queue, settings=settings).total
         fields = {"action": action.name, "select_across": "1"}
