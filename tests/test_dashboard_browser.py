@@ -500,7 +500,7 @@ def test_a_hostile_job_is_text_on_every_page(
             expect(page.locator("#content-main")).to_contain_text(HOSTILE)
         assert page.locator("#content-main script:not([src])").count() == 0
         assert page.locator("#content-main img[src=x]").count() == 0
-    shoot(page, mount, "hostile-retry-job")
+        shoot(page, mount, f"hostile-{name}")
     running.stop()
     page.context.close()
     assert dialogs == []
