@@ -51,7 +51,7 @@ from djqueue.config import Settings
 from djqueue.web import forms
 from djqueue.web.pages import ROUTES, TAB, Route, nav, serve
 from djqueue.web.render import draw
-from djqueue.web.results import File, Json, Mount, Redirect, Render, WebRequest
+from djqueue.web.results import File, Json, Mount, NotFound, Redirect, Render, WebRequest
 
 from .state import state_of
 
@@ -184,7 +184,7 @@ class _Pages:
             if isinstance(found, File):
                 headers = {"Cache-Control": "max-age=3600"}
                 return Response(found.body, content_type=found.content_type, headers=headers)
-            if found.status == 404 and found.template == "problem.html":
+            if isinstance(found, NotFound):
                 abort(404)
             return self.frame(req, found), found.status
 

@@ -24,7 +24,7 @@ from .lifecycle import status_page
 from .lists import job_list as read_list
 from .problems import ProblemPage
 from .query import ListQuery
-from .results import File, Json, Redirect, Render, Result, WebRequest
+from .results import File, Json, NotFound, Redirect, Render, Result, WebRequest
 
 
 def problem(found: ProblemPage) -> Render:
@@ -66,9 +66,7 @@ def live(req: WebRequest) -> Result:
 
 def asset(req: WebRequest, name: str) -> Result:
     found = assets.read(name)
-    if found is None:
-        return Render("problem.html", "Not found", {"found": None}, status=404)
-    return File(*found)
+    return File(*found) if found is not None else NotFound(name)
 
 
 def job_status(req: WebRequest) -> Result:

@@ -3,8 +3,8 @@
 A mount (the Django admin's, the Flask blueprint's) turns its request into a `WebRequest`,
 calls the handler the page table (`pages`) names, and turns the answer into its own response:
 a `Render` (a page body to draw inside its frame; the "are you sure?" question is one too), a
-`Redirect` with a message to show after it, `Json` for the live views, or a `File` (the
-script and the stylesheets). So the GET/POST logic of every page exists once.
+`Redirect` with a message to show after it, `Json` for the live views, a `File` (the
+scripts and the stylesheets) or `NotFound`. So the GET/POST logic of every page exists once.
 """
 
 from __future__ import annotations
@@ -89,4 +89,11 @@ class File:
     content_type: str
 
 
-Result = Render | Redirect | Json | File
+@dataclass
+class NotFound:
+    """Nothing here (a file that is not served): the mount's own 404."""
+
+    what: str
+
+
+Result = Render | Redirect | Json | File | NotFound

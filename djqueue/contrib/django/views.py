@@ -27,7 +27,16 @@ from djqueue.outbox import OutboxStats
 from djqueue.web import forms
 from djqueue.web.pages import ROUTE, TAB, Route, nav, serve
 from djqueue.web.render import draw
-from djqueue.web.results import File, Json, Mount, Redirect, Render, Result, WebRequest
+from djqueue.web.results import (
+    File,
+    Json,
+    Mount,
+    NotFound,
+    Redirect,
+    Render,
+    Result,
+    WebRequest,
+)
 
 if TYPE_CHECKING:
     from .admin import PageAdmin
@@ -109,8 +118,8 @@ def respond(page: PageAdmin, request: HttpRequest, req: WebRequest, found: Resul
         response = HttpResponse(found.body, content_type=found.content_type)
         response["Cache-Control"] = "private, max-age=3600"
         return response
-    if found.status == 404 and found.template == "problem.html":
-        raise Http404(request.path)
+    if isinstance(found, NotFound):
+        raise Http404(found.what)
     return frame(page, request, req, found)
 
 
