@@ -34,8 +34,12 @@ DEFAULT_BACKTRACE_LINES = 30
 ALL_LINES = 1_000_000
 #: Most bytes of a kept backtrace, as JSON text before compression, whatever the option.
 MAX_BACKTRACE_BYTES = 8_192
-#: Frames from here outward are djqueue's runtime, not the job's code.
-_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: Frames from here outward are djqueue's runtime, not the job's code: the core and the
+#: Flask extension, whose middleware (app and request context) wraps every job of a Flask app.
+_PACKAGES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_RUNTIME_DIRS = tuple(
+    os.path.join(_PACKAGES, name) + os.sep for name in ("djqueue", "flask_djqueue")
+)
 
 #: What a ``retry_in`` hook may return besides a number of seconds (Sidekiq 6.5's symbols).
 KILL = "kill"
@@ -216,7 +220,7 @@ def format_backtrace(
 
 
 def _is_runtime(filename: str) -> bool:
-    return filename.startswith(_RUNTIME_DIR)
+    return filename.startswith(_RUNTIME_DIRS)
 
 
 _REPEATED = re.compile(r"^\[previous line repeated (\d+) more times?\]$")

@@ -1,7 +1,8 @@
 """The dashboard blueprint: the Django admin's djqueue pages, for a Flask app.
 
-Every page is computed by `djqueue.web`; the views here only check access, call it with the
-app's settings, and render Jinja templates. Access is the app's decision: ``auth(permission)``
+Every page is `djqueue.web`'s: one blueprint rule per route of its page table, whose handler's
+answer becomes a response here (the page body inside ``djqueue_dashboard/frame.html``, a
+flash and a redirect, JSON, a file). Access is the app's decision: ``auth(permission)``
 is called with ``"view"``, ``"change"`` (retry, run, kill, quiet, stop) or ``"delete"``
 (delete, clear) and returns True, False (403), or a response of its own (a redirect to a login
 page, say). Without ``auth`` the pages are served only while the app is in debug mode: they
@@ -23,7 +24,6 @@ side's settings are missing. Mounted like this::
 
 from __future__ import annotations
 
-import functools
 import hmac
 import secrets
 from collections.abc import Callable
@@ -45,22 +45,14 @@ from flask import (
     url_for,
 )
 from flask.blueprints import BlueprintSetupState
+from markupsafe import Markup
 from werkzeug.wrappers import Response as BaseResponse
 
 from djqueue.config import Settings
-from djqueue.errors import BadKey, RedisUnavailable
-from djqueue.web import assets, display, forms
-from djqueue.web import busy as web_busy
-from djqueue.web import periodic as web_periodic
-from djqueue.web import queues as web_queues
-from djqueue.web.actions import permitted
-from djqueue.web.dashboard import POLL_CHOICES, poll_interval
-from djqueue.web.dashboard import dashboard as read_dashboard
-from djqueue.web.job import job_page
-from djqueue.web.lifecycle import status_page
-from djqueue.web.lists import job_list as read_list
-from djqueue.web.problems import ProblemPage, bad_key_page, unavailable_page
-from djqueue.web.query import ListQuery
+from djqueue.web import forms
+from djqueue.web.pages import ROUTES, TAB, Route, nav, serve
+from djqueue.web.render import draw
+from djqueue.web.results import File, Json, Mount, NotFound, Redirect, Render, WebRequest
 
 from .state import SET_UP, state_of
 
@@ -69,17 +61,17 @@ Auth = Callable[[str], Any]
 #: The session key of the CSRF token, and the form field that must repeat it.
 CSRF_KEY = "_djqueue_csrf"
 CSRF_FIELD = "csrf_token"
-#: The list pages: URL segment -> `djqueue.web.lists` kind.
-LISTS = {"scheduled": "scheduled", "retries": "retries", "dead": "dead"}
-NAV = (
-    ("Dashboard", "index"),
-    ("Queues", "queues"),
-    ("Scheduled", "scheduled"),
-    ("Retries", "retries"),
-    ("Dead", "dead"),
-    ("Periodic", "periodic"),
-    ("Busy", "busy"),
+MOUNT = Mount(
+    redis_setting="DJQUEUE_REDIS_URL",
+    worker_command="flask djqueue worker",
+    periodic_setting="DJQUEUE_PERIODIC",
 )
+
+
+def flask_path(route: Route) -> str:
+    """``/<tab segment>/<path>``: ``/``, ``/live``, ``/queues/<path:queue>``..."""
+    parts = [part for part in (TAB[route.tab].segment, route.path) if part]
+    return "/" + "/".join(parts)
 
 
 def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard") -> Blueprint:
@@ -89,29 +81,9 @@ def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard
     bp.record_once(pages.check_app)
     bp.before_request(pages.guard)
     bp.after_request(pages.protect)
-    bp.register_error_handler(RedisUnavailable, pages.unavailable)
-    bp.register_error_handler(BadKey, pages.bad_key)
-    bp.context_processor(pages.context)
-    for rule, view, methods in (
-        ("/", pages.index, ["GET"]),
-        ("/live", pages.live, ["GET"]),
-        ("/assets/<name>", pages.asset, ["GET"]),
-        ("/queues", pages.queues, ["GET", "POST"]),
-        ("/queues/<path:queue>/job/<path:key>", pages.queue_job, ["GET", "POST"]),
-        ("/queues/<path:queue>", pages.queue, ["GET", "POST"]),
-        ("/busy", pages.busy, ["GET", "POST"]),
-        ("/periodic", pages.periodic, ["GET", "POST"]),
-        ("/periodic/<path:name>", pages.periodic_entry, ["GET", "POST"]),
-        ("/job", pages.job_status, ["GET"]),
-    ):
-        bp.add_url_rule(rule, view.__name__, pages.zoned(view), methods=methods)
-    for segment in LISTS:
-        bp.add_url_rule(f"/{segment}", segment, pages.zoned(pages.job_set), methods=["GET", "POST"])
+    for route in ROUTES:
         bp.add_url_rule(
-            f"/{segment}/<path:key>",
-            f"{segment}_job",
-            pages.zoned(pages.set_job),
-            methods=["GET", "POST"],
+            flask_path(route), route.name, pages.view(route), methods=list(route.methods)
         )
     return bp
 
@@ -147,19 +119,6 @@ class _Pages:
             )
         return None
 
-    def zoned(self, view: Any) -> Any:
-        """``view`` with its times shown in the app's ``DJQUEUE_TIME_ZONE`` (checked when
-        the app was set up)."""
-
-        @functools.wraps(view)
-        def answer(*args: Any, **kwargs: Any) -> Any:
-            app = state_of(current_app)
-            name = app.options.time_zone if app is not None else "UTC"
-            with display.in_zone(ZoneInfo(name)):
-                return view(*args, **kwargs)
-
-        return answer
-
     def allowed(self, permission: str) -> bool:
         return self.auth is None or self.auth(permission) is True
 
@@ -188,23 +147,7 @@ class _Pages:
         response.headers.setdefault("X-Frame-Options", "DENY")
         return response
 
-    def context(self) -> dict[str, Any]:
-        if CSRF_KEY not in session:
-            session[CSRF_KEY] = secrets.token_urlsafe(32)
-        endpoint = (request.endpoint or "").rpartition(".")[2]
-        current = endpoint.removesuffix("_job") if endpoint != "queue_job" else "queues"
-        current = current.removesuffix("_entry")
-        current = "queues" if current == "queue" else current
-        nav = [(label, self.url(view), view == current) for label, view in NAV]
-        return {
-            "djqueue_nav": nav,
-            "csrf_token": session[CSRF_KEY],
-            "asset": lambda name: self.url("asset", name=name),
-            "may": self.allowed,
-            "messages": get_flashed_messages(with_categories=True),
-        }
-
-    def url(self, view: str, **values: Any) -> str:
+    def url(self, view: str, /, **values: Any) -> str:
         return url_for(f"{self.bp.name}.{view}", **values)
 
     @property
@@ -215,169 +158,61 @@ class _Pages:
             raise RuntimeError(self.misconfigured())
         return found.settings
 
-    def render(self, template: str, title: str, status: int = 200, **values: Any) -> Any:
-        html = render_template(f"djqueue_dashboard/{template}", title=title, **values)
-        return html, status
+    @property
+    def zone(self) -> ZoneInfo:
+        """The app's ``DJQUEUE_TIME_ZONE`` (checked when the app was set up)."""
+        found = state_of(current_app)
+        return ZoneInfo(found.options.time_zone if found is not None else "UTC")
 
-    def unavailable(self, error: RedisUnavailable) -> Any:
-        """What every page answers when Redis does not: a 503 naming the URL (password hidden)."""
-        return self.problem(unavailable_page(error, "DJQUEUE_REDIS_URL"))
+    def view(self, route: Route) -> Callable[..., Any]:
+        """The Flask view of ``route``: the handler's answer as a response."""
 
-    def bad_key(self, error: BadKey) -> Any:
-        """What a page answers when the key it shows holds the wrong type: its name, its type."""
-        return self.problem(bad_key_page(error))
-
-    def problem(self, found: ProblemPage) -> Any:
-        return self.render("problem.html", found.title, found.status, found=found)
-
-    def answer(
-        self, back: str, handler: Callable[..., forms.Outcome], *args: Any, **kw: Any
-    ) -> Any:
-        """Run a `djqueue.web.forms` handler: 403, the question page, or flash and redirect."""
-        try:
-            outcome = handler(*args, allowed=self.allowed, settings=self.settings, **kw)
-        except forms.Refused:
-            abort(403)
-        if outcome.question:
-            return self.render(
-                "confirm.html",
-                "Are you sure?",
-                question=outcome.question,
-                note=outcome.note,
-                fields=outcome.fields,
-                back=back,
+        def answer(**arguments: Any) -> Any:
+            req = WebRequest(
+                method=request.method,
+                query=request.args,
+                form=request.form,
+                full_path=(request.script_root + request.full_path).rstrip("?"),
+                allowed=self.allowed,
+                url=self.url,
+                mount=MOUNT,
+                settings=self.settings,
+                outbox=_outbox,
+                zone=self.zone,
             )
-        flash(outcome.message, "success" if outcome.ok else "warning")
-        return redirect(back)
+            try:
+                found = serve(route, req, **arguments)
+            except forms.Refused:
+                abort(403)
+            if isinstance(found, Redirect):
+                flash(found.message, "success" if found.ok else "warning")
+                return redirect(found.url)
+            if isinstance(found, Json):
+                return jsonify(found.data), found.status
+            if isinstance(found, File):
+                headers = {"Cache-Control": "max-age=3600"}
+                return Response(found.body, content_type=found.content_type, headers=headers)
+            if isinstance(found, NotFound):
+                abort(404)
+            return self.frame(req, found), found.status
 
-    # -- pages --------------------------------------------------------------------------------
+        answer.__name__ = route.name
+        return answer
 
-    def index(self) -> Any:
-        found = read_dashboard(self.settings, outbox=_outbox())
-        return self.render(
-            "dashboard.html",
-            "Dashboard",
-            dashboard=found,
-            figure_links=found.linked(self.url),
-            poll=poll_interval(request.args.get("poll")),
-            poll_choices=POLL_CHOICES,
+    def frame(self, req: WebRequest, found: Render) -> str:
+        if CSRF_KEY not in session:
+            session[CSRF_KEY] = secrets.token_urlsafe(32)
+        csrf = Markup('<input type="hidden" name="{}" value="{}">').format(
+            CSRF_FIELD, session[CSRF_KEY]
         )
-
-    def live(self) -> Any:
-        try:
-            return jsonify(read_dashboard(self.settings, outbox=_outbox()).live())
-        except RedisUnavailable as exc:
-            return jsonify(error=str(exc)), 503
-
-    def asset(self, name: str) -> Any:
-        found = assets.read(name)
-        if found is None:
-            abort(404)
-        body, content_type = found
-        return Response(body, content_type=content_type, headers={"Cache-Control": "max-age=3600"})
-
-    def queues(self) -> Any:
-        if request.method == "POST":
-            return self.answer(self.url("queues"), forms.clear_queue, request.form)
-        rows = web_queues.queues_page(self.settings)
-        links = [(row, self.url("queue", queue=row.name)) for row in rows]
-        return self.render("queues.html", "Queues", rows=links)
-
-    def queue(self, queue: str) -> Any:
-        return self._list("queue", queue)
-
-    def job_set(self) -> Any:
-        return self._list(LISTS[(request.endpoint or "").rpartition(".")[2]])
-
-    def _list(self, kind: str, queue: str = "") -> Any:
-        params = ListQuery.parse(request.args)
-        here = (request.script_root + request.full_path).rstrip("?")
-        if request.method == "POST":
-            return self.answer(here, forms.list_action, kind, request.form, params, queue=queue)
-        found = read_list(kind, params, queue=queue, settings=self.settings)
-        job_urls = [self._job_url(kind, row.key, queue) for row in found.rows]
-        return self.render(
-            "job_list.html",
-            found.title,
-            list=found,
-            rows=list(zip(found.rows, job_urls, strict=True)),
-            allowed_actions=permitted(found.actions, self.allowed),
-            list_url=here,
-        )
-
-    def _job_url(self, kind: str, key: str, queue: str) -> str:
-        if kind == "queue":
-            return self.url("queue_job", queue=queue, key=key)
-        return self.url(f"{kind}_job", key=key)
-
-    def queue_job(self, queue: str, key: str) -> Any:
-        return self._job("queue", key, queue)
-
-    def set_job(self, key: str) -> Any:
-        segment = (request.endpoint or "").rpartition(".")[2].removesuffix("_job")
-        return self._job(LISTS[segment], key)
-
-    def _job(self, kind: str, key: str, queue: str = "") -> Any:
-        back = self.url("queue", queue=queue) if kind == "queue" else self.url(kind)
-        if request.method == "POST":
-            return self.answer(back, forms.job_action, kind, key, request.form, queue=queue)
-        found = job_page(kind, key, queue=queue, settings=self.settings)
-        return self.render(
-            "job.html",
-            found.job_name if found else "Job not found",
-            200 if found else 404,
-            job=found,
-            list_url=back,
-            allowed_actions=permitted(found.actions, self.allowed) if found else [],
-        )
-
-    def job_status(self) -> Any:
-        """The answer to the dashboard's 'find job by jid' box: the job's lifecycle."""
-        found = status_page(request.args.get("jid", ""), self.settings)
-        title = f"Job {found.jid}" if found.jid else "Find job by jid"
-        return self.render(
-            "status.html", title, 200 if found.fields or not found.jid else 404, found=found
-        )
-
-    def busy(self) -> Any:
-        if request.method == "POST":
-            return self.answer(self.url("busy"), forms.signal_processes, request.form)
-        found = web_busy.busy_page(self.settings)
-        return self.render("busy.html", "Busy", busy=found)
-
-    def periodic(self) -> Any:
-        """Every periodic job, with its row buttons and the action menu for ticked rows."""
-        here = self.url("periodic")
-        if request.method == "POST":
-            return self.answer(here, web_periodic.periodic_action, request.form)
-        found = web_periodic.periodic_list(self.settings)
-        entry_urls = [self.url("periodic_entry", name=row.name) for row in found.rows]
-        return self.render(
-            "periodic_list.html",
-            "Periodic",
-            list=found,
-            rows=list(zip(found.rows, entry_urls, strict=True)),
-            allowed_actions=permitted(found.actions, self.allowed),
-            list_url=here,
-        )
-
-    def periodic_entry(self, name: str) -> Any:
-        """One periodic job: its fields, next ticks, message and the jids it pushed."""
-        list_url = self.url("periodic")
-        if request.method == "POST":
-            form = request.form
-            deleting = form.get("action") == "delete" and form.get("confirm") == "yes"
-            back = list_url if deleting else self.url("periodic_entry", name=name)
-            return self.answer(back, web_periodic.periodic_action, form, name=name)
-        found = web_periodic.periodic_page(name, self.settings)
-        return self.render(
-            "periodic.html",
-            name if found else "Periodic job not found",
-            200 if found else 404,
-            entry=found,
-            name=name,
-            list_url=list_url,
-            allowed_actions=permitted(found.actions, self.allowed) if found else [],
+        return render_template(
+            "djqueue_dashboard/frame.html",
+            title=found.title,
+            body=draw(found, req, csrf),
+            crumbs=found.crumbs,
+            djqueue_nav=nav(self.url, found.tab),
+            asset=lambda name: self.url("asset", name=name),
+            messages=get_flashed_messages(with_categories=True),
         )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,21 @@ def require_browser() -> None:
 
 def launch(playwright: Playwright) -> Browser:
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One Chromium for a module; each test opens its own context (cookies, session)."""
+    require_browser()
+    with sync_playwright() as playwright:
+        found = launch(playwright)
+        yield found
+        found.close()
+
+
+@pytest.fixture
+def problems() -> Problems:
+    return Problems()
 
 
 @dataclass
@@ -115,9 +131,11 @@ def update_docs_screenshot(path: Path) -> bool:
 
 __all__ = [
     "Problems",
+    "browser",
     "expect",
     "launch",
     "log_in",
+    "problems",
     "require_browser",
     "screenshot",
     "sync_playwright",

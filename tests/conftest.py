@@ -16,6 +16,7 @@ from djqueue import config, connection
 from djqueue.store import bad_keys
 from djqueue.worker.launcher import Launcher
 
+from .browser import browser, problems  # noqa: F401 (the browser tests' fixtures)
 from .redis_server import MISSING, REDIS_SERVER, RedisServer
 from .worker_support import Running, WorkerProcess, wait_for
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -203,3 +205,30 @@ def test_retry_for_option_is_seconds(value, stored):
 def test_retry_for_option_refuses_what_is_not_a_duration(value):
     with pytest.raises(ValueError, match="retry_for must be"):
         djqueue.job(name="t.window.bad", retry_for=value)(lambda: None)
+
+
+def test_the_flask_extensions_middleware_frames_are_runtime_too() -> None:
+    """A Flask app's worker runs every job inside the extension's middleware (app and request
+    context): those frames are the same for every job, so they are left out as the core's are.
+    The frames are compiled under each package's own file names, as the worker would run them."""
+    root = Path(retry_policy.__file__).absolute().parents[1]
+    scope: dict[str, Any] = {}
+    exec(
+        compile("def around(call):\n    call()\n", str(root / "flask_djqueue" / "m.py"), "exec"),
+        scope,
+    )
+    exec(
+        compile(
+            "def run(call):\n    try:\n        around(call)\n    except ValueError as exc:\n"
+            "        return exc\n",
+            str(root / "djqueue" / "m.py"),
+            "exec",
+        ),
+        scope,
+    )
+
+    def job() -> None:
+        raise ValueError("card declined")
+
+    lines = retry_policy.format_backtrace(scope["run"](job), limit=30)
+    assert len(lines) == 1 and lines[0].endswith(":in `job'"), lines

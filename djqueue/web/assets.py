@@ -1,4 +1,5 @@
-"""The files both UIs serve beside their pages: the live view's script and the stylesheets.
+"""The files both UIs serve beside their pages: the scripts (the dashboard's live view, the
+lists' live poll and row selection) and the stylesheets.
 
 Served by a view of each UI (the admin's, the blueprint's) rather than as static files, so a
 Django site needs no ``STATICFILES_DIRS`` entry and both serve the very same bytes.
@@ -13,6 +14,7 @@ TYPES = {
     "dashboard.js": "text/javascript",
     "actions.js": "text/javascript",
     "lists.js": "text/javascript",
+    "live.js": "text/javascript",
     "djqueue.css": "text/css",
     "standalone.css": "text/css",
 }

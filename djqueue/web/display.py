@@ -49,7 +49,7 @@ def _moment(value: float | None) -> dt.datetime | None:
 
 @contextmanager
 def in_zone(zone: dt.tzinfo) -> Iterator[None]:
-    """Times computed inside the block read in ``zone`` (each mount wraps its views)."""
+    """Times computed inside the block read in ``zone`` (`pages.serve` wraps every handler)."""
     token = _zone.set(zone)
     try:
         yield

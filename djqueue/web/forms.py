@@ -9,14 +9,14 @@ which the renderer answers with 403.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..api import Queue
 from ..config import Settings, get_settings
 from . import busy
-from .actions import Action, find_action, run
+from .actions import DELETE, Action, find_action, run
 from .lists import job_list, list_filter
 from .query import ListQuery
 
@@ -40,9 +40,10 @@ class Refused(Exception):
 class Outcome:
     message: str = ""
     ok: bool = True
-    #: Ask this first; the answer re-posts `fields` with ``confirm=yes``.
+    #: Ask this first; the answer re-posts `fields` with ``confirm=yes`` (a list: the field
+    #: repeated, as the ticked rows' ``_selected_action``).
     question: str = ""
-    fields: dict[str, str] = field(default_factory=dict)
+    fields: Mapping[str, str | list[str]] = field(default_factory=dict)
     #: What the question page adds below the question (what the answer will and won't do).
     note: str = ""
 
@@ -81,6 +82,12 @@ def list_action(
     every = form.get("select_across") == "1"
     if not keys and not every:
         return Outcome("Jobs must be selected in order to act on them. Nothing was changed.", False)
+    if action is DELETE and not every and form.get("confirm") != "yes":
+        # As Django's own "Delete selected": deleting is the one action that loses the job.
+        count = len(keys)
+        question = f"Delete the {count:,} selected job{'s' if count != 1 else ''}?"
+        ticked: dict[str, str | list[str]] = {"action": action.name, "_selected_action": keys}
+        return Outcome(question=question, fields=ticked)
     if every and form.get("confirm") != "yes":
         total = job_list(kind, params, queue=queue, settings=settings).total
         fields = {"action": action.name, "select_across": "1"}

@@ -77,6 +77,9 @@ class PeriodicRow:
     #: The last and next run as epoch seconds (None: never, or none to come).
     last_run_at: float | None = None
     next_run_at: float | None = None
+    #: Why djqueue never fires it (`PeriodicJob.not_fired`, the worker's and CLI's words),
+    #: or empty.
+    not_fired: str = ""
 
     @property
     def bad(self) -> bool:
@@ -169,6 +172,7 @@ def periodic_row(entry: PeriodicJob, show_args: bool, now: float) -> PeriodicRow
         actions=row_actions(entry),
         last_run_at=last,
         next_run_at=upcoming,
+        not_fired=entry.not_fired,
     )
 
 

@@ -272,7 +272,11 @@ def test_retry_kill_and_delete_selected(
     assert [j.jid for j in Queue().jobs()] == [jids[0]]
     admin_client.post(f"{ADMIN}/retryjob/", {"action": "kill", "_selected_action": [second]})
     assert [e.jid for e in DeadSet().jobs()] == [jids[1]]
-    admin_client.post(f"{ADMIN}/retryjob/", {"action": "delete", "_selected_action": [third]})
+    form = {"action": "delete", "_selected_action": [third]}
+    asked = admin_client.post(f"{ADMIN}/retryjob/", form).content.decode()
+    assert "Delete the 1 selected job?" in asked and RetrySet().size == 1  # asked first
+    assert f'name="_selected_action" value="{third}"' in asked
+    admin_client.post(f"{ADMIN}/retryjob/", {**form, "confirm": "yes"})
     assert RetrySet().size == 0 and DeadSet().size == 1
 
 
@@ -354,7 +358,9 @@ def test_delete_selected_queue_jobs(admin_client: Client) -> None:
     admin_ok.perform_async(99)  # pushed after the page was drawn: indexes moved by one
     chosen = [k for k in keys(listing) if k.endswith(jids[1])]
     done = admin_client.post(
-        f"{ADMIN}/queue/default/", {"action": "delete", "_selected_action": chosen}, follow=True
+        f"{ADMIN}/queue/default/",
+        {"action": "delete", "_selected_action": chosen, "confirm": "yes"},
+        follow=True,
     )
     assert messages(done) == ["Deleted 1 job."]
     assert jids[1] not in {j.jid for j in Queue().jobs()} and Queue().size == 3
@@ -503,7 +509,7 @@ def test_sidekiq_written_jobs_show_their_names_and_times(
         r.zadd("retry", {json.dumps(item, separators=(",", ":")): score})
     listing = admin_client.get(f"{ADMIN}/retryjob/")
     text = listing.content.decode()
-    assert "InvoiceMailerJob" in text and "42, &quot;fr&quot;" in text
+    assert "InvoiceMailerJob" in text and "42, &#34;fr&#34;" in text
     assert "billing.tasks.charge" in text and "Net::ReadTimeout" in text
     key = next(k for k in keys(listing) if k.endswith("a" * 24))
     job = admin_client.get(f"{ADMIN}/retryjob/{key}/").content.decode()
@@ -529,7 +535,8 @@ def test_bad_entries_show_as_such_and_can_be_deleted(admin_client: Client, r: re
     assert "2 selected entries are not a job" in messages(retried)[0] and DeadSet().size == 3
     for key in bad:
         assert admin_client.get(f"{ADMIN}/deadjob/{key}/").status_code == 200
-    admin_client.post(f"{ADMIN}/deadjob/", {"action": "delete", "_selected_action": bad})
+    form = {"action": "delete", "_selected_action": bad, "confirm": "yes"}
+    admin_client.post(f"{ADMIN}/deadjob/", form)
     assert [e.jid for e in DeadSet()] == ["f" * 24]
 
 

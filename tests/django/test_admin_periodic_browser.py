@@ -25,16 +25,7 @@ from djqueue.periodic_cron import enqueue_time, iso, parse
 from djqueue.periodic_declaration import build
 from djqueue.store import Keys
 from djqueue.store.periodic import PeriodicStore
-from tests.browser import (
-    VIEWPORT,
-    Problems,
-    expect,
-    launch,
-    log_in,
-    require_browser,
-    screenshot,
-    sync_playwright,
-)
+from tests.browser import VIEWPORT, Problems, expect, log_in, screenshot
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
@@ -46,20 +37,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 PERIODIC = "/admin/djqueue/periodicjob/"
 USERNAME, PASSWORD = "grace", "a browser-test password"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    require_browser()
-    with sync_playwright() as playwright:
-        found = launch(playwright)
-        yield found
-        found.close()
-
-
-@pytest.fixture
-def problems() -> Problems:
-    return Problems()
 
 
 @pytest.fixture

@@ -1,42 +1,54 @@
-// Row selection for the list pages outside Django's admin (which has its own actions.js):
-// a checkbox toggling the page, a running count, and "Select all N jobs", which sets
-// select_across so the action applies to every job of the list (the server asks first).
+// Row selection on the list pages of both mounts: a checkbox toggling the page, a running
+// count, and "Select all N jobs", which sets select_across so the action applies to every
+// job of the list (the server asks first). Listens on the document, so the rows a live
+// refresh puts in place (live.js) work the same; live.js says so with "djqueue:refreshed".
 (function () {
   "use strict";
-  const form = document.getElementById("changelist-form");
-  if (!form || !form.querySelector(".actions")) return;  // an empty list: nothing to select
-  const boxes = Array.from(form.querySelectorAll("input.action-select"));
-  const toggle = document.getElementById("action-toggle");
-  const counter = form.querySelector(".action-counter");
-  const across = form.querySelector("input.select-across");
-  const selectAll = form.querySelector(".djqueue-select-all");
+
+  function parts() {
+    const form = document.getElementById("changelist-form");
+    if (!form || !form.querySelector(".actions")) return null;  // nothing to select
+    return {
+      boxes: Array.from(form.querySelectorAll("input.action-select")),
+      toggle: document.getElementById("action-toggle"),
+      counter: form.querySelector(".action-counter"),
+      across: form.querySelector("input.select-across"),
+      selectAll: form.querySelector(".djqueue-select-all"),
+    };
+  }
 
   function update() {
-    const checked = boxes.filter(function (box) { return box.checked; }).length;
-    const all = checked === boxes.length && boxes.length > 0;
-    if (toggle) toggle.checked = all;
-    if (selectAll) selectAll.hidden = !all || across.value === "1";
-    if (across.value === "1" && !all) across.value = "0";
-    counter.textContent = across.value === "1"
-      ? "All " + selectAll.dataset.total + " selected"
-      : checked + " of " + boxes.length + " selected";
-    boxes.forEach(function (box) { box.closest("tr").classList.toggle("selected", box.checked); });
+    const p = parts();
+    if (!p) return;
+    const checked = p.boxes.filter(function (box) { return box.checked; }).length;
+    const all = checked === p.boxes.length && p.boxes.length > 0;
+    if (p.toggle) p.toggle.checked = all;
+    if (p.across.value === "1" && !all) p.across.value = "0";
+    if (p.selectAll) p.selectAll.hidden = !all || p.across.value === "1";
+    p.counter.textContent = p.across.value === "1" && p.selectAll
+      ? "All " + p.selectAll.dataset.total + " selected"
+      : checked + " of " + p.boxes.length + " selected";
+    p.boxes.forEach(function (box) { box.closest("tr").classList.toggle("selected", box.checked); });
   }
 
-  if (toggle) {
-    toggle.addEventListener("change", function () {
-      boxes.forEach(function (box) { box.checked = toggle.checked; });
-      update();
-    });
-  }
-  boxes.forEach(function (box) { box.addEventListener("change", update); });
-  if (selectAll) {
-    selectAll.addEventListener("click", function (event) {
-      event.preventDefault();
-      across.value = "1";
-      selectAll.hidden = true;
-      update();
-    });
-  }
+  document.addEventListener("change", function (event) {
+    const p = parts();
+    if (!p) return;
+    if (p.toggle && event.target === p.toggle) {
+      p.boxes.forEach(function (box) { box.checked = p.toggle.checked; });
+    } else if (!event.target.matches("input.action-select")) {
+      return;
+    }
+    update();
+  });
+  document.addEventListener("click", function (event) {
+    const link = event.target.closest(".djqueue-select-all");
+    const p = parts();
+    if (!link || !p) return;
+    event.preventDefault();
+    p.across.value = "1";
+    update();
+  });
+  document.addEventListener("djqueue:refreshed", update);
   update();
 })();

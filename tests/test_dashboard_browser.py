@@ -1,0 +1,540 @@
+"""The web app in a real browser, on both of its mounts: the Django admin (logged in through
+its form, against the live test server) and the Flask blueprint (served by Werkzeug on a
+thread). Chromium driven by Playwright; the same tests, the same pages, the same actions.
+
+Every page with what it should show, in light and dark (screenshots in
+build/screenshots/<mount>-<django version>/, git-ignored); the actions as a person runs them;
+"Select all N jobs" and its question; the dashboard's figures and the lists' live poll
+following changes without a reload; and a hostile job whose every field is markup, shown as
+text on every page (no dialog ever opens).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import django
+import flask
+import pytest
+import redis
+from django.contrib.auth.models import User
+from werkzeug.serving import make_server
+
+import djqueue
+from djqueue.api import DeadSet, Queue, RetrySet, ScheduledSet
+from djqueue.payload import dumps
+from djqueue.periodic_cron import iso, parse
+from djqueue.periodic_declaration import build
+from djqueue.store import Keys
+from djqueue.store.periodic import PeriodicStore
+from djqueue.web.lists import job_list
+from djqueue.web.query import ListQuery
+from flask_djqueue import DjQueue
+from flask_djqueue.dashboard import dashboard_blueprint
+from tests.browser import (
+    VIEWPORT,
+    Problems,
+    check_narrow_list,
+    expect,
+    log_in,
+    update_docs_screenshot,
+)
+from tests.worker_support import Running, wait_for
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Locator, Page
+
+# Playwright's sync API keeps an event loop in this thread; Django's ORM would refuse to run.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "other"])
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "build" / "screenshots"
+USERNAME, PASSWORD = "ada", "a browser-test password"
+HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(1)>"
+
+
+def _in_an_hour(count: int, exc: BaseException) -> float:
+    return 3600.0
+
+
+@djqueue.job(name="browser.charge", retry=3, backtrace=True, retry_in=_in_an_hour)
+def charge(order: str) -> None:
+    raise ValueError(f"card declined for {order}")
+
+
+@djqueue.job(name="browser.ok")
+def ok(n: int) -> None:
+    pass
+
+
+# -- the two mounts ---------------------------------------------------------------------------
+
+
+@dataclass
+class Mount:
+    name: str
+    base_url: str
+    url: Callable[..., str]
+    log_in: Callable[[Page], None]
+
+    def shots(self) -> Path:
+        folder = SHOTS / f"{self.name}-django{django.VERSION[0]}.{django.VERSION[1]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+
+def _django_mount(request: pytest.FixtureRequest) -> Mount:
+    live_server = request.getfixturevalue("live_server")
+    User.objects.create_superuser(USERNAME, "ada@example.com", PASSWORD)
+    from djqueue.contrib.django.views import url
+
+    return Mount(
+        "django",
+        live_server.url,
+        functools.partial(url, "admin"),
+        lambda page: log_in(page, USERNAME, PASSWORD),
+    )
+
+
+def _flask_mount(request: pytest.FixtureRequest) -> Iterator[Mount]:
+    app = flask.Flask("browser")
+    app.config.update(
+        SECRET_KEY="browser-test", DJQUEUE_REDIS_URL=request.getfixturevalue("redis_url")
+    )
+    DjQueue(app)
+    app.register_blueprint(dashboard_blueprint(auth=lambda permission: True), url_prefix="/jobs")
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    def url(route: str, /, **kw: Any) -> str:
+        with app.test_request_context():
+            return flask.url_for(f"djqueue_dashboard.{route}", **kw)
+
+    yield Mount("flask", f"http://127.0.0.1:{server.server_port}", url, lambda page: None)
+    server.shutdown()
+
+
+@pytest.fixture(params=["django", "flask"])
+def mount(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Mount]:
+    if request.param == "django":
+        from django.conf import settings
+
+        djqueue.configure(framework=settings.DJQUEUE, redis_url=redis_url)
+        yield _django_mount(request)
+    else:
+        yield from _flask_mount(request)
+
+
+def open_page(browser: Browser, mount: Mount, problems: Problems, **options: Any) -> Page:
+    context: BrowserContext = browser.new_context(
+        base_url=mount.base_url, viewport=VIEWPORT, locale="en-US", timezone_id="UTC", **options
+    )
+    context.set_default_timeout(10_000)
+    found = context.new_page()
+    problems.watch(found)
+    mount.log_in(found)
+    return found
+
+
+@pytest.fixture
+def page(browser: Browser, mount: Mount, problems: Problems) -> Iterator[Page]:
+    found = open_page(browser, mount, problems)
+    yield found
+    found.context.close()
+    assert problems.take() == []
+
+
+def shoot(page: Page, mount: Mount, name: str) -> Path:
+    path = mount.shots() / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True, animations="disabled")
+    return path
+
+
+def rows(page: Page) -> Locator:
+    return page.locator("#result_list tbody tr")
+
+
+def row(page: Page, jid: str) -> Locator:
+    return page.locator(f'#result_list tr[data-jid="{jid}"]')
+
+
+def messages(page: Page) -> Locator:
+    return page.locator("ul.messagelist li")
+
+
+def go(page: Page, url: str) -> None:
+    response = page.goto(url)
+    assert response is not None and response.ok, f"{url}: {response and response.status}"
+
+
+def fail(worker: Callable[..., Running], n: int) -> list[str]:
+    running = worker()
+    jids = [str(charge.perform_async(f"order-{i}")) for i in range(n)]
+    wait_for(lambda: RetrySet().size >= n, what="failed jobs")
+    running.stop()
+    return jids
+
+
+def periodic_entry(r: redis.Redis, name: str, job: str = "reports.build") -> None:
+    entry = build(name=name, cron="*/5 * * * *", job=job, description="", args=[name])
+    tick = parse(entry.cron).previous(time.time())
+    PeriodicStore(r, Keys()).save(entry.name, entry.fields(), (tick, iso(tick)), entry.enabled)
+
+
+# -- every page -------------------------------------------------------------------------------
+
+
+def every_page(mount: Mount, queue: str, periodic: str) -> dict[str, str]:
+    """The URL of every page, with something on it: name -> URL."""
+    retry = next(iter(RetrySet()))
+    dead = next(iter(DeadSet()))
+    scheduled = next(iter(ScheduledSet()))
+    queued = job_list("queue", ListQuery(), queue=queue).rows[0]
+    return {
+        "dashboard": mount.url("index"),
+        "queues": mount.url("queues"),
+        "queue": mount.url("queue", queue=queue),
+        "queue-job": mount.url("queue_job", queue=queue, key=queued.key),
+        "scheduled": mount.url("scheduled"),
+        "scheduled-job": mount.url("scheduled_job", key=scheduled.key),
+        "retries": mount.url("retries"),
+        "retry-job": mount.url("retries_job", key=retry.key),
+        "dead": mount.url("dead"),
+        "dead-job": mount.url("dead_job", key=dead.key),
+        "periodic": mount.url("periodic"),
+        "periodic-entry": mount.url("periodic_entry", name=periodic),
+        "busy": mount.url("busy"),
+        "job-status": mount.url("job_status") + "?jid=",
+    }
+
+
+def test_every_page_light_and_dark(
+    browser: Browser,
+    mount: Mount,
+    problems: Problems,
+    worker: Callable[..., Running],
+    r: redis.Redis,
+) -> None:
+    fail(worker, 2)
+    ok.perform_in(600, 1)
+    ok.set(queue="mailers").perform_async(2)
+    DeadSet().kill({"class": "Ruby::Job", "args": [1], "jid": "d" * 24, "queue": "q"})
+    running = worker(tag="shop")
+    periodic_entry(r, "cleanup.sessions")  # after the worker: it rewrites what is declared
+    pages = every_page(mount, "mailers", "cleanup.sessions")
+    expected = {
+        "dashboard": "Processed",
+        "queues": "mailers",
+        "queue": "browser.ok",
+        "queue-job": "browser.ok",
+        "scheduled": "browser.ok",
+        "scheduled-job": "browser.ok",
+        "retries": "card declined for order-1",
+        "retry-job": "card declined for order-",
+        "dead": "Ruby::Job",
+        "dead-job": "Ruby::Job",
+        "periodic": "cleanup.sessions",
+        "periodic-entry": "Next 5 ticks",
+        "busy": running.identity,
+        "job-status": "Find job by jid",
+    }
+    for scheme in ("light", "dark"):
+        page = open_page(browser, mount, problems, color_scheme=scheme)
+        for name, url in pages.items():
+            go(page, url)
+            expect(page.locator("#content-main")).to_contain_text(expected[name])
+            expect(page.locator(".djqueue-nav li.active")).to_have_count(1)
+            shot = shoot(page, mount, f"{name}-{scheme}")
+            if (mount.name, name, scheme) == ("django", "dashboard", "light"):
+                update_docs_screenshot(shot)  # with DJQUEUE_UPDATE_DOCS_SCREENSHOTS=1
+        page.context.close()
+    running.stop()
+    assert problems.take() == []
+
+
+def test_layout_follows_the_running_django(page: Page, mount: Mount, r: redis.Redis) -> None:
+    """Django 6 draws breadcrumbs as a list, 5.2 as links with "›" between them: the frame
+    draws the admin's own, so its stylesheet lays them out (never a numbered list)."""
+    ok.set(queue="mailers").perform_async(1)
+    go(page, mount.url("queue", queue="mailers"))
+    crumbs = page.locator(".breadcrumbs")
+    expect(crumbs).to_contain_text("Queues")
+    expect(crumbs).to_contain_text("mailers")
+    shown = crumbs.evaluate(
+        """e => Array.from(e.querySelectorAll('li')).map(li => getComputedStyle(li))
+            .filter(s => s.display === 'list-item' && s.listStyleType !== 'none').length"""
+    )
+    assert shown == 0  # no numbers, no bullets
+    assert (crumbs.bounding_box() or {"height": 99})["height"] < 60  # one line
+    # The filter sidebar sits beside the list, not above it.
+    sidebar = page.locator("#changelist-filter").bounding_box()
+    table = page.locator("#changelist-search").bounding_box()
+    assert sidebar is not None and table is not None
+    assert sidebar["x"] > table["x"] + table["width"] - 1
+    # A page without a sidebar gives its tables the whole width (not squeezed into a row).
+    for tab, table_id in (("busy", "#result_list"), ("busy", "#djqueue-work-list")):
+        go(page, mount.url(tab))
+        main = page.locator("#content-main").bounding_box()
+        box = page.locator(table_id).bounding_box()
+        assert main is not None and box is not None
+        assert box["width"] > 0.9 * main["width"], (tab, table_id, box, main)
+
+
+# -- actions ----------------------------------------------------------------------------------
+
+
+def run_action(page: Page, jids: list[str], action: str) -> None:
+    for jid in jids:
+        row(page, jid).locator("input.action-select").check()
+    count = rows(page).count()
+    expect(page.locator(".action-counter")).to_have_text(f"{len(jids)} of {count} selected")
+    page.select_option("select[name=action]", action)
+    with page.expect_navigation():
+        page.click("#changelist-form button[name=index]")
+
+
+def test_retry_kill_delete_from_a_list_and_a_job(
+    page: Page, mount: Mount, worker: Callable[..., Running]
+) -> None:
+    first, second, third, fourth = fail(worker, 4)
+    go(page, mount.url("retries"))
+    expect(rows(page)).to_have_count(4)
+    run_action(page, [first], "retry")
+    expect(messages(page)).to_have_text(["Retried 1 job."])
+    run_action(page, [second], "kill")
+    expect(messages(page)).to_have_text(["Killed 1 job."])
+    run_action(page, [third], "delete")
+    expect(page.locator("h2.djqueue-question")).to_have_text("Delete the 1 selected job?")
+    assert RetrySet().size == 2  # nothing deleted before the answer
+    with page.expect_navigation():
+        page.get_by_role("button", name="Yes, I’m sure").click()
+    expect(messages(page)).to_have_text(["Deleted 1 job."])
+    assert [j.jid for j in Queue().jobs()] == [first]
+    assert [e.jid for e in DeadSet().jobs()] == [second]
+    with page.expect_navigation():
+        row(page, fourth).locator("th a").click()
+    # The traceback as frames, innermost first: file, line, function and its line of code.
+    innermost = page.locator(".djqueue-frames li").first
+    expect(innermost.locator(".djqueue-frame-file")).to_contain_text("test_dashboard_browser.py")
+    expect(innermost.locator(".djqueue-frame-function")).to_have_text("charge")
+    expect(innermost.locator(".djqueue-frame-source")).to_contain_text("raise ValueError(")
+    expect(page.locator(".breadcrumbs")).to_contain_text("Retries")
+    with page.expect_navigation():
+        page.locator(".djqueue-job-actions").get_by_role("button", name="Kill").click()
+    expect(messages(page)).to_have_text(["Killed 1 job."])
+    assert RetrySet().size == 0 and DeadSet().size == 2
+
+
+def test_select_all_asks_then_acts(page: Page, mount: Mount) -> None:
+    for n in range(30):
+        DeadSet().kill({"class": "tests.Dead", "args": [n], "jid": f"{n:024x}", "queue": "q"})
+    go(page, mount.url("dead"))
+    expect(rows(page)).to_have_count(25)
+    expect(page.locator(".paginator")).to_contain_text("1–25 of 30 jobs")
+    page.check("#action-toggle")
+    expect(page.locator(".action-counter")).to_have_text("25 of 25 selected")
+    page.get_by_role("button", name="Select all 30 jobs").click()
+    expect(page.locator(".action-counter")).to_have_text("All 30 selected")
+    expect(page.locator("input.select-across")).to_have_value("1")
+    page.select_option("select[name=action]", "delete")
+    with page.expect_navigation():
+        page.click("#changelist-form button[name=index]")
+    expect(page.locator("h2.djqueue-question")).to_have_text("Delete all 30 jobs?")
+    shoot(page, mount, "confirm-light")
+    assert DeadSet().size == 30
+    with page.expect_navigation():
+        page.get_by_role("button", name="Yes, I’m sure").click()
+    expect(messages(page)).to_have_text(["Deleted 30 jobs."])
+    expect(page.locator(".djqueue-empty")).to_have_text("No jobs here.")
+    assert DeadSet().size == 0
+
+
+def test_clear_a_queue_quiet_a_process_disable_a_periodic_job(
+    page: Page, mount: Mount, worker: Callable[..., Running], r: redis.Redis
+) -> None:
+    for n in range(3):
+        ok.set(queue="mailers").perform_async(n)
+    running = worker()
+    periodic_entry(r, "cleanup.sessions")
+    go(page, mount.url("queues"))
+    mailers = rows(page).filter(has=page.get_by_role("link", name="mailers", exact=True))
+    with page.expect_navigation():
+        mailers.get_by_role("button", name="Clear").click()
+    expect(page.locator("h2.djqueue-question")).to_have_text(
+        "Clear queue mailers: delete all 3 of its jobs?"
+    )
+    assert Queue("mailers").size == 3
+    with page.expect_navigation():
+        page.get_by_role("button", name="Yes, I’m sure").click()
+    expect(messages(page)).to_have_text(["Cleared queue mailers: deleted 3 jobs."])
+    assert Queue("mailers").size == 0
+
+    go(page, mount.url("busy"))
+    process = page.locator(f'tr[data-identity="{running.identity}"]')
+    with page.expect_navigation():
+        process.get_by_role("button", name="Quiet").click()
+    expect(messages(page)).to_have_text(["Quieted 1 process."])
+    wait_for(lambda: running.launcher.manager.quiet, what="the worker quiet")
+    running.stop()
+
+    go(page, mount.url("periodic"))
+    entry = page.locator('#result_list tr[data-name="cleanup.sessions"]')
+    with page.expect_navigation():
+        entry.get_by_role("button", name="Disable").click()
+    expect(messages(page)).to_have_text(["Disabled cleanup.sessions."])
+    expect(entry.locator(".djqueue-disabled")).to_have_text("disabled")
+
+
+# -- live -------------------------------------------------------------------------------------
+
+
+def test_dashboard_figures_follow_a_worker(
+    page: Page, mount: Mount, worker: Callable[..., Running]
+) -> None:
+    go(page, mount.url("index") + "?poll=2")
+    expect(page.locator('[data-figure="processed"]')).to_have_text("0")
+    page.evaluate("window.notReloaded = true")
+    running = worker()
+    for n in range(5):
+        ok.perform_async(n)
+    expect(page.locator('[data-figure="processed"]')).to_have_text("5", timeout=15_000)
+    expect(page.locator('[data-figure="processes"]')).to_have_text("1")
+    assert page.evaluate("window.notReloaded") is True
+    running.stop()
+
+
+@pytest.mark.parametrize(
+    "tab", ["retries", "queue", "scheduled", "dead", "queues", "busy", "periodic"]
+)
+def test_live_poll_keeps_selection_and_scroll(
+    page: Page, mount: Mount, tab: str, r: redis.Redis, worker: Callable[..., Running]
+) -> None:
+    """Live poll on: what changes in Redis shows up without a reload; ticked rows stay ticked
+    and the page stays where it was scrolled to. Pause: nothing changes any more."""
+    page.set_viewport_size({"width": 1280, "height": 300})
+
+    def add(n: int) -> str:
+        """One more entry in the page's list; the text that shows it."""
+        if tab in ("retries", "dead", "scheduled", "queue", "queues"):
+            job = {"class": f"tests.Live{n}", "args": [n], "jid": f"{n:024x}", "queue": "q"}
+            if tab == "retries":
+                r.zadd("retry", {dumps({**job, "retry_count": 0}): time.time() + 900})
+            elif tab == "dead":
+                DeadSet().kill(job)
+            elif tab == "scheduled":
+                r.zadd("schedule", {dumps(job): time.time() + 900})
+            else:
+                r.lpush("queue:q", dumps(job))
+                r.sadd("queues", "q")
+            return f"tests.Live{n}" if tab != "queues" else f"q{r.llen('queue:q')}"
+        if tab == "periodic":
+            periodic_entry(r, f"live.{n}")
+            return f"live.{n}"
+        return worker().identity
+
+    for n in range(12 if tab != "busy" else 1):
+        add(n)
+    routes = {"queue": ("queue", {"queue": "q"})}
+    name, arguments = routes.get(tab, (tab, {}))
+    go(page, mount.url(name, **arguments))
+    page.evaluate("window.notReloaded = true")
+    boxes = page.locator("input.action-select")
+    if boxes.count():
+        boxes.nth(1).check()
+    page.evaluate("window.scrollTo(0, 120)")
+    scrolled = page.evaluate("window.scrollY")
+    assert scrolled > 0
+    toggle = page.locator(".djqueue-live-toggle")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "true")
+    text = add(40)
+    expect(page.locator("#djqueue-refresh")).to_contain_text(text, timeout=15_000)
+    if boxes.count():
+        checked = page.locator("input.action-select:checked")
+        expect(checked).to_have_count(1)
+        expect(page.locator(".action-counter")).to_contain_text("1 of")
+    assert page.evaluate("window.scrollY") == scrolled
+    assert page.evaluate("window.notReloaded") is True
+    shoot(page, mount, f"live-{tab}")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "false")
+
+
+def test_a_list_fits_420_px_and_its_filters_stay_as_left_under_the_live_poll(
+    page: Page, mount: Mount, r: redis.Redis, worker: Callable[..., Running]
+) -> None:
+    """At a phone's width the list fits (its table scrolls in its box) and the filters are
+    folded; a live refresh brings fresh filters, which stay as the reader left them: the one
+    tapped open stays open, the others folded."""
+    fail(worker, 3)
+    check_narrow_list(page, mount.url("retries"), prefix=mount.name)  # opens the first filter
+    filters = page.locator("#changelist-filter details")
+    assert filters.count() > 1
+    toggle = page.locator(".djqueue-live-toggle")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "true")
+    job = {"class": "tests.Fresh", "args": [1], "jid": "f" * 24, "queue": "q", "retry_count": 0}
+    r.zadd("retry", {dumps(job): time.time() + 900})
+    expect(page.locator("#djqueue-refresh")).to_contain_text("tests.Fresh", timeout=15_000)
+    opened = filters.evaluate_all("all => all.map(d => d.open)")
+    assert opened == [True] + [False] * (len(opened) - 1), opened
+    shoot(page, mount, "retries-420px-live")
+    toggle.click()
+
+
+# -- hostile data -----------------------------------------------------------------------------
+
+
+def test_a_hostile_job_is_text_on_every_page(
+    browser: Browser,
+    mount: Mount,
+    problems: Problems,
+    worker: Callable[..., Running],
+    r: redis.Redis,
+) -> None:
+    """Class, arguments, error, queue name, periodic name, process tag: all markup, all shown
+    as text; a dialog opening would mean a script ran."""
+    job = {
+        "class": HOSTILE,
+        "args": [HOSTILE, {"note": HOSTILE}],
+        "jid": "e" * 24,
+        "queue": HOSTILE,
+        "error_class": HOSTILE,
+        "error_message": HOSTILE,
+        "error_backtrace": [HOSTILE],
+        "retry_count": 1,
+        "failed_at": time.time(),
+    }
+    raw = dumps(job)
+    r.zadd("retry", {raw: time.time() + 900})
+    r.zadd("schedule", {raw: time.time() + 900})
+    DeadSet().kill(job)
+    r.lpush(f"queue:{HOSTILE}", raw)
+    r.sadd("queues", HOSTILE)
+    running = worker(tag=HOSTILE)
+    periodic_entry(r, HOSTILE, job=HOSTILE)
+    dialogs: list[str] = []
+    page = open_page(browser, mount, problems)
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    pages = every_page(mount, HOSTILE, HOSTILE)
+    for name, url in pages.items():
+        go(page, url)
+        if name not in ("dashboard", "job-status"):
+            expect(page.locator("#content-main")).to_contain_text(HOSTILE)
+        assert page.locator("#content-main script:not([src])").count() == 0
+        assert page.locator("#content-main img[src=x]").count() == 0
+        shoot(page, mount, f"hostile-{name}")
+    running.stop()
+    page.context.close()
+    assert dialogs == []
+    assert problems.take() == []
