@@ -206,3 +206,17 @@ def test_sidekiq_7_result_objects_read_the_same_numbers(worker, redis_url, r):
         assert ruby["avg"] == (figures.mean_ms or 0)
     assert seen["_hist"] == list(report.job("t.record").histogram)  # type: ignore[union-attr]
     assert len(seen["_labels"]) == HISTOGRAM_SIZE
+
+
+def test_counts_are_written_once_when_redis_has_forgotten_the_beat_script(worker, r):
+    """After SCRIPT FLUSH (a Redis restart) the beat's pipeline meets NOSCRIPT: the metrics
+    written in that pipeline stand, and the beat alone runs again."""
+    run_jobs(worker, r)
+    wait_for(lambda: sums(r, MINUTE).get(f"{SHOWN}|p") == 1, what="metrics flushed")
+    r.script_flush()
+    for i in range(N):
+        jobs.record.perform_later("metrics", i)
+    wait_for(lambda: int(r.get("stat:processed") or 0) == 2 * N + M + 1, what="all counted")
+    wait_for(lambda: sums(r, MINUTE).get("t.record|p") == 2 * N, what="flushed again")
+    time.sleep(0.7)  # two more beats
+    assert sums(r, MINUTE)["t.record|p"] == 2 * N == sums(r, TEN_MINUTES)["t.record|p"]

@@ -12,9 +12,9 @@ layout), as Sidekiq's ``ExecutionTracker`` flushes on its ``:beat`` event.
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
+from bisect import bisect_right
 from typing import Any
 
 from ..api.record import display_name
@@ -43,7 +43,9 @@ class MetricsTally:
     def start(self, payload: dict[str, Any]) -> tuple[int, int | None]:
         """A job starts: the monotonic clock, and its latency at pickup in ms (None without
         an ``enqueued_at``)."""
-        enqueued = to_seconds(payload.get("enqueued_at"))
+        enqueued = payload.get("enqueued_at")
+        if type(enqueued) is not float:  # float seconds as a rule; Sidekiq 8 writes ms
+            enqueued = to_seconds(enqueued)
         latency = None if enqueued is None else max(0, int((time.time() - enqueued) * 1000))
         return time.monotonic_ns(), latency
 
@@ -52,21 +54,19 @@ class MetricsTally:
     ) -> None:
         """The job that `start` returned ``started`` for has ended (raised: ``failed``)."""
         ms = (time.monotonic_ns() - started[0]) // 1_000_000
-        self.count(display_name(payload), queue, failed, ms, started[1])
-
-    def count(self, name: str, queue: str, failed: bool, ms: int, latency: int | None) -> None:
-        """One job ended: ``ms`` long, picked up ``latency`` ms after it was enqueued."""
+        latency = started[1]
+        key = (display_name(payload), queue)
         with self._lock:
-            row = self._counts.get((name, queue))
+            row = self._counts.get(key)
             if row is None:
-                row = self._counts[(name, queue)] = [0] * ROW_SIZE
+                row = self._counts[key] = [0] * ROW_SIZE
             row[PROCESSED] += 1
             if failed:
                 row[FAILED] += 1
             else:
                 # As Sidekiq: only successful jobs are timed (a failure's time says little).
                 row[MS] += ms
-                row[HISTOGRAM + bisect.bisect_right(HISTOGRAM_BOUNDS, ms)] += 1
+                row[HISTOGRAM + bisect_right(HISTOGRAM_BOUNDS, ms)] += 1
             if latency is not None:
                 row[LATENCY_MS] += latency
                 row[LATENCY_N] += 1
