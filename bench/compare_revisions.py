@@ -81,12 +81,17 @@ def push_figures(tree: Path, url: str, jobs: int) -> dict[str, float]:
 
 
 def drain_rate(
-    tree: Path, url: str, jobs: int, fields: dict[str, object] | None = None
+    tree: Path,
+    url: str,
+    jobs: int,
+    fields: dict[str, object] | None = None,
+    worker_args: tuple[str, ...] = (),
 ) -> tuple[float, float]:
     """No-op jobs per second, from the first job's start until nothing is left; and the CPU
     the worker process used per job (user + system, start-up included), which depends far
     less than wall time on what else the machine is doing. ``fields`` are added to every
-    no-op job's payload (``bench.retention_bench`` adds ``retention``)."""
+    no-op job's payload (``bench.retention_bench`` adds ``retention``); ``worker_args`` to the
+    worker's command line (``bench.metrics_bench`` adds ``--metrics off``)."""
     r = redis.Redis.from_url(url)
     r.flushall()
     now = time.time()
@@ -127,6 +132,7 @@ def drain_rate(
             "10",
             "--redis-url",
             url,
+            *worker_args,
         ],
         cwd=tree,
         env={**os.environ, "PYTHONPATH": str(tree)},

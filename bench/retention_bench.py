@@ -57,25 +57,27 @@ def main() -> None:
                     f"{statuses:,} status keys",
                     flush=True,
                 )
-    rate = {m: statistics.median(drain[m]) for m in MODES}
-    busy = {m: statistics.median(cpu[m]) for m in MODES}
+    summary(
+        [
+            ("no-op drain, jobs/s", drain, ",.0f"),
+            ("worker CPU us per job", cpu, ".1f"),
+            ("Redis us per job (all cmds)", in_redis, ".1f"),
+        ]
+    )
+
+
+def summary(rows: list[tuple[str, dict[str, list[float]], str]]) -> None:
+    """Each row's medians "off" and "on" and their ratio, then the first row's ratio per
+    round (``bench.metrics_bench`` prints its own figures the same way)."""
     print()
     print(f"{'':28}{'off':>12}{'on':>12}{'on/off':>10}")
-    print(
-        f"{'no-op drain, jobs/s':28}{rate['off']:>12,.0f}{rate['on']:>12,.0f}"
-        f"{rate['on'] / rate['off']:>10.2f}"
-    )
-    print(
-        f"{'worker CPU us per job':28}{busy['off']:>12.1f}{busy['on']:>12.1f}"
-        f"{busy['on'] / busy['off']:>10.2f}"
-    )
-    spent = {m: statistics.median(in_redis[m]) for m in MODES}
-    print(
-        f"{'Redis us per job (all cmds)':28}{spent['off']:>12.1f}{spent['on']:>12.1f}"
-        f"{spent['on'] / spent['off']:>10.2f}"
-    )
-    per_round = [a / b for a, b in zip(drain["on"], drain["off"], strict=True)]
-    print(f"no-op drain on/off per round: {', '.join(f'{x:.2f}' for x in per_round)}")
+    for label, values, shape in rows:
+        off, on = statistics.median(values["off"]), statistics.median(values["on"])
+        print(f"{label:28}{off:>12{shape}}{on:>12{shape}}{on / off:>10.2f}")
+    first = rows[0][1]
+    per_round = [a / b for a, b in zip(first["on"], first["off"], strict=True)]
+    shown = ", ".join(f"{x:.2f}" for x in per_round)
+    print(f"{rows[0][0].split(',')[0]} on/off per round: {shown}")
 
 
 if __name__ == "__main__":

@@ -76,6 +76,8 @@ class Settings:
     max_payload_bytes: int = 16 * 1024 * 1024
     #: Show job arguments in the admin and the dashboard; False hides them (personal data).
     web_show_args: bool = True
+    #: Count per-job metrics (Sidekiq 8's layout, `djqueue.store.metrics`) in the workers.
+    metrics: bool = True
     #: Periodic jobs declared in settings: name -> {"cron", "class", "args", "queue",
     #: "timezone", ...} (`djqueue.periodic_declaration.from_settings`), for jobs of other
     #: codebases too.

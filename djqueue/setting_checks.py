@@ -104,6 +104,13 @@ def boolean(value: Any) -> bool:
     return value
 
 
+def on_off(value: str) -> bool:
+    """A switch flag's text (``--metrics off``): ``on`` or ``off``."""
+    if value not in ("on", "off"):
+        raise ValueError(f"must be on or off, not {value!r}")
+    return value == "on"
+
+
 def choice(*choices: Any) -> Check:
     """One of ``choices``, compared by type too (``1`` is not ``True``)."""
     shown = f"{', '.join(map(repr, choices[:-1]))} or {choices[-1]!r}"

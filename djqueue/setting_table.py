@@ -208,6 +208,16 @@ CORE: tuple[Setting, ...] = (
         "`False` hides job arguments in the admin and the dashboard (they may hold personal data)",
     ),
     Setting(
+        "metrics",
+        c.boolean,
+        "workers count per-job metrics (processed, failed, time, latency per job class and "
+        "queue) and write them with each heartbeat, in Sidekiq 8's layout; `False` (`--metrics "
+        "off`): not counted",
+        ("--metrics",),
+        "on|off",
+        c.on_off,
+    ),
+    Setting(
         "periodic",
         _periodic,
         'periodic jobs declared in settings: name -> `{"cron", "class", "args", ...}` '

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import djqueue
-from djqueue import setting_table
+from djqueue import setting_checks, setting_table
 from djqueue.config import Settings
 from djqueue.worker.cli import build_parser, effective_settings
 
-FLAG_VALUES = {int: ("3", 3), float: ("7.5", 7.5), str: None}
+FLAG_VALUES = {int: ("3", 3), float: ("7.5", 7.5), setting_checks.on_off: ("off", False), str: None}
 TEXT_VALUES = {"redis_url": "redis://elsewhere:6390/2", "namespace": "shop", "tag": "blue"}
 
 

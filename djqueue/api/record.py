@@ -13,6 +13,7 @@ import hashlib
 import json
 import time
 import zlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import retry_policy
@@ -28,6 +29,24 @@ ACTIVE_JOB_WRAPPERS = (
     "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper",
     "Sidekiq::ActiveJob::Wrapper",
 )
+
+
+def display_name(item: Mapping[str, Any]) -> str:
+    """What a person calls the job of payload ``item`` (`JobRecord.display_name`; the worker's
+    metrics count jobs under it too)."""
+    display = item.get("display_class")
+    if isinstance(display, str) and display:
+        return display
+    name = item.get("class")
+    if name in ACTIVE_JOB_WRAPPERS:
+        wrapped = item.get("wrapped")
+        if isinstance(wrapped, str):
+            return wrapped
+        args = item.get("args")
+        first = args[0] if isinstance(args, list) and args else None
+        if isinstance(first, dict) and isinstance(first.get("job_class"), str):
+            return str(first["job_class"])
+    return name if isinstance(name, str) else ""
 
 
 class JobRecord:
@@ -93,17 +112,7 @@ class JobRecord:
     def display_name(self) -> str:
         """What a person calls the job: ``display_class`` when the payload has one (as in
         Sidekiq), else the wrapped class for a Rails ActiveJob payload, else ``class``."""
-        display = self.item.get("display_class")
-        if isinstance(display, str) and display:
-            return display
-        if self.job_name in ACTIVE_JOB_WRAPPERS:
-            wrapped = self.item.get("wrapped")
-            if isinstance(wrapped, str):
-                return wrapped
-            first = self._first_arg()
-            if isinstance(first.get("job_class"), str):
-                return str(first["job_class"])
-        return self.job_name
+        return display_name(self.item)
 
     @property
     def args(self) -> list[Any]:

@@ -40,6 +40,10 @@ CRON_HISTORY_SIZE = 10
 #: Seconds the outbox figures a relay published stay readable: a relay publishes every
 #: round (about a second), so figures older than this mean no worker relays any more.
 OUTBOX_TTL = 60
+#: Sidekiq 8's lifetimes of its per-job metrics (``lib/sidekiq/metrics/tracking.rb`` and
+#: ``shared.rb``): one-minute buckets and the histograms 8 hours, ten-minute buckets 3 days.
+METRICS_MINUTE_TTL = 8 * 3600
+METRICS_TEN_MINUTE_TTL = 3 * 24 * 3600
 #: Seconds the upgrade step's lock is held at most (a crashed holder frees it by then).
 UPGRADE_LOCK_TTL = 60
 
@@ -94,6 +98,20 @@ class Keys:
         #: String: the layout (`LAYOUT`) whose upgrade step has completed once; while it is
         #: missing, a starting worker looks for layout 1's status keys.
         self.layout = o + "layout"
+
+    def job_metrics(self, bucket: str) -> str:
+        """Sidekiq 8's hash of per-class counts for one time bucket (``j|250214|8:43``)."""
+        return f"{self.prefix}j|{bucket}"
+
+    def own_metrics(self, bucket: str) -> str:
+        """djqueue's hash of what Sidekiq's does not hold (per queue, latency at pickup) for
+        the same bucket (``djqueue:metrics|250214|8:43``)."""
+        return f"{self.own_prefix}metrics|{bucket}"
+
+    def histogram(self, name: str, window: str) -> str:
+        """Sidekiq 8's execution-time histogram of one job class for one minute
+        (``h|Mailer-14-8:43``, a BITFIELD of 26 u16 counters)."""
+        return f"{self.prefix}h|{name}-{window}"
 
     @property
     def earlier(self) -> Keys:

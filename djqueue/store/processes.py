@@ -18,6 +18,7 @@ import redis
 import redis.exceptions
 
 from . import bad_keys
+from . import metrics as metrics_store
 from .keys import DAILY_STATS_TTL, PROCESS_CLEANUP_TTL, PROCESS_TTL, SIGNAL_TTL, Keys
 from .replies import integer, text, text_hash, texts
 from .scripts import BEAT, LEAVE
@@ -41,6 +42,7 @@ class ProcessStore:
         queue_names: str,
         processed: int = 0,
         failed: int = 0,
+        metrics: metrics_store.Counts | None = None,
     ) -> tuple[str | None, list[str], bool]:
         """One heartbeat, in one script (``beat.lua``, allowed to run when Redis is out of
         memory): flush the counts, rewrite the busy work (thread id -> JSON), refresh the
@@ -49,7 +51,9 @@ class ProcessStore:
 
         Returns (the signal popped or None, the identities in ``working_lists``: the djqueue
         processes of the cluster, which the poller takes turns with, whether the identity hash
-        was missing: a first beat, or Redis lost what it held)."""
+        was missing: a first beat, or Redis lost what it held). ``metrics``, the per-job
+        counts since the last beat (`djqueue.store.metrics`), are written in the same round
+        trip."""
         args: list[Any] = [processed, failed, DAILY_STATS_TTL, PROCESS_TTL, identity]
         args += (queue_names, len(fields))
         for pair in (*fields.items(), *work.items()):
@@ -57,7 +61,10 @@ class ProcessStore:
         k = self.keys
         keys = [*self._counters(), k.work(identity), k.workers(identity), k.processes]
         keys += (k.process(identity), k.working_lists, k.signals(identity))
-        signal, peers, renewed, found = BEAT(self.redis, keys, args)
+        if metrics:
+            signal, peers, renewed, found = self._beat_with(metrics, keys, args)
+        else:
+            signal, peers, renewed, found = BEAT(self.redis, keys, args)
         checked = [
             keys[6],
             keys[8],
@@ -66,6 +73,29 @@ class ProcessStore:
         ]
         bad_keys.report(bad_keys.pairs(found), checked)
         return text(signal) if signal else None, [text(p) for p in peers], bool(renewed)
+
+    def _beat_with(self, metrics: metrics_store.Counts, keys: list[str], args: list[Any]) -> Any:
+        """``beat.lua`` and the metrics' writes in one pipeline (not a transaction: the beat
+        still runs when Redis refuses a metrics write, out of memory say)."""
+        pipe = self.redis.pipeline(transaction=False)
+        BEAT.queue(pipe, keys, args)
+        written = metrics_store.add_writes(pipe, self.keys, metrics, time.time())
+        replies = pipe.execute(raise_on_error=False)
+        metrics_store.report(replies[1:], written)
+        beat = replies[0]
+        if isinstance(beat, redis.exceptions.NoScriptError):
+            return BEAT(self.redis, keys, args)  # loads it; the metrics are already written
+        if isinstance(beat, Exception):
+            raise beat
+        return beat
+
+    def write_metrics(self, metrics: metrics_store.Counts) -> None:
+        """The last per-job counts of a process that leaves."""
+        if not metrics:
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        written = metrics_store.add_writes(pipe, self.keys, metrics, time.time())
+        metrics_store.report(pipe.execute(raise_on_error=False), written)
 
     def clear(
         self, identity: str, processed: int = 0, failed: int = 0, drop_index: bool = True

@@ -59,6 +59,11 @@ class Script:
             self._load(client)
             return client.evalsha(self.sha, len(keys), *keys, *args)
 
+    def queue(self, pipe: Any, keys: list[Any], args: list[Any]) -> None:
+        """Queue the call on a pipeline; its reply is a `redis.exceptions.NoScriptError` when
+        Redis has not loaded the script (call it directly then: that loads it)."""
+        pipe.evalsha(self.sha, len(keys), *keys, *args)
+
     def ensure_loaded(self, client: redis.Redis) -> None:
         if not client.script_exists(self.sha)[0]:
             self._load(client)

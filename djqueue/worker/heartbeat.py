@@ -91,6 +91,7 @@ class Heartbeat:
     def beat(self) -> str | None:
         """Write one beat; returns the remote signal popped (``TSTP``, ``TERM``, ``TTIN``)."""
         processed, failed = self.tally.take()
+        metrics = self.tally.metrics.take() if self.tally.metrics is not None else None
         busy = self.tally.busy()
         if self.health_file:
             self.write_health(busy)
@@ -112,10 +113,12 @@ class Heartbeat:
                 "rtt_us": self.rtt_us,
             }
             signal, peers, self.renewed = self.store.beat(
-                self.identity, fields, work, self.fetcher.index_value, processed, failed
+                self.identity, fields, work, self.fetcher.index_value, processed, failed, metrics
             )
         except REDIS_ERRORS:
             self.tally.give_back(processed, failed)
+            if metrics and self.tally.metrics is not None:
+                self.tally.metrics.give_back(metrics)
             raise
         self.peers = sorted(set(peers) | {self.identity})
         tracked = [w["payload"] for w in busy.values() if b'"retention":' in w["payload"]]
@@ -156,6 +159,8 @@ class Heartbeat:
         """Leave cleanly: flush the last counts and remove every trace of this process
         (but its working-lists entry when ``drop_index`` is false)."""
         processed, failed = self.tally.take()
+        if self.tally.metrics is not None:
+            self.store.write_metrics(self.tally.metrics.take())
         self.store.clear(self.identity, processed, failed, drop_index)
 
 

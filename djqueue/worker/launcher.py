@@ -40,6 +40,7 @@ from .janitor import Janitor, hostname
 from .log import logger
 from .manager import Manager
 from .memory import MemoryLimit
+from .metrics import MetricsTally
 from .periodic_poller import PeriodicPoller
 from .poller import Poller
 from .tally import Tally
@@ -112,7 +113,7 @@ class Launcher:
         self._drained_once = False
 
         # -- the parts, built from the settings ------------------------------------------------
-        self.tally = Tally()
+        self.tally = Tally(MetricsTally() if s.metrics else None)
         try:
             #: The periodic jobs this process declares (code and settings).
             self.periodic = periodic_declaration.declared(s.periodic)

@@ -72,7 +72,8 @@ class Manager:
         """The steps around every job, outermost first: the user's and a framework's
         (`djqueue.worker.around`), the recovery guard (which passes jobs that were not pushed
         back after a crash), the memory limit, then settling (it sees what the inner steps
-        already reported), the log lines, the signals, the tally and the job's status."""
+        already reported), the log lines, the signals, the tally (with the per-job metrics,
+        `djqueue.worker.metrics`) and the job's status."""
         guard = RecoveryGuard(self.settle, self.buffer, self.jobs_running)
         return [
             *around.steps(),

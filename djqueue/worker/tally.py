@@ -16,17 +16,21 @@ from typing import Any
 
 from .fetch import Unit
 from .log import tid
+from .metrics import MetricsTally
 
 
 class Tally:
     """Counts processed and failed jobs and records which thread runs which job.
 
     Used as a runtime step (`djqueue.pipeline`). Every job counts as processed when it ends,
-    and as failed too when it raised, as Sidekiq counts them.
+    and as failed too when it raised, as Sidekiq counts them; with `metrics`, per class and
+    queue as well (`djqueue.worker.metrics`), in the same step.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, metrics: MetricsTally | None = None) -> None:
         self._lock = threading.Lock()
+        #: The per-job metrics, counted by this step and flushed with these counts; None: off.
+        self.metrics = metrics
         self.processed = 0
         self.failed = 0
         #: Jobs run since the process started (never reset: ``--max-jobs`` counts these).
@@ -39,6 +43,8 @@ class Tally:
         # many jobs at once, each job's by its task.
         key = tid() if _get_running_loop() is None else tid(id(asyncio.current_task()))
         self.work[key] = {"queue": unit.queue, "payload": unit.raw, "run_at": int(time.time())}
+        metrics = self.metrics
+        started = metrics.start(payload) if metrics is not None else None
         failed = False
         try:
             yield
@@ -48,6 +54,8 @@ class Tally:
         finally:
             del self.work[key]
             self.count(failed)
+            if metrics is not None and started is not None:
+                metrics.end(started, payload, unit.queue, failed)
 
     def count(self, failed: bool) -> None:
         with self._lock:

@@ -1,0 +1,80 @@
+"""What per-job metrics cost the worker: the no-op drain with ``--metrics on`` and
+``--metrics off``, in turns, in one run, against one private redis-server.
+
+    python -m bench.metrics_bench                     # 5 rounds of 20,000 jobs each way
+    python -m bench.metrics_bench --rounds 6 --jobs 30000
+
+"on" (the default) counts every job per class and queue in memory and writes the counts with
+each heartbeat (`djqueue.worker.metrics`); "off" counts nothing. Both use this tree's code and
+``djqueue worker -c 10``, as ``bench.compare_revisions`` measures it. The goal: on/off at 0.95
+or more. Last, the tally's step alone is timed in this process with metrics off and on
+(`step_cost`): the CPU metrics add per job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import redis
+
+from bench.compare_revisions import ROOT, drain_rate
+from bench.redis_server import BenchRedis
+from bench.retention_bench import summary
+from djqueue.pipeline import run
+from djqueue.worker.fetch import Unit
+from djqueue.worker.metrics import MetricsTally
+from djqueue.worker.tally import Tally
+
+MODES: dict[str, tuple[str, ...]] = {"off": ("--metrics", "off"), "on": ("--metrics", "on")}
+
+
+def step_cost(jobs: int = 50_000, repeats: int = 7) -> dict[str, float]:
+    """Microseconds per job of the tally's step alone, metrics off and on, run in this process
+    in turns (best of ``repeats``): the worker's added CPU per job, which a loaded machine
+    blurs far less than it blurs a drain's wall time."""
+    payload = {"class": "bench.noop", "args": [1], "queue": "default", "enqueued_at": time.time()}
+    unit = Unit("default", b"{}", "working")
+    best = {"off": float("inf"), "on": float("inf")}
+    for _ in range(repeats):
+        for mode, tally in (("off", Tally()), ("on", Tally(MetricsTally()))):
+            steps = [tally]
+            started = time.perf_counter()
+            for _ in range(jobs):
+                run(steps, (unit, payload), int)
+            best[mode] = min(best[mode], (time.perf_counter() - started) / jobs * 1e6)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=20_000, help="a multiple of 1,000")
+    options = parser.parse_args()
+    drain: dict[str, list[float]] = {mode: [] for mode in MODES}
+    cpu: dict[str, list[float]] = {mode: [] for mode in MODES}
+    with BenchRedis() as url:
+        for round_no in range(options.rounds):
+            order = list(MODES) if round_no % 2 == 0 else list(reversed(MODES))
+            for mode in order:
+                rate, us = drain_rate(ROOT, url, options.jobs, worker_args=MODES[mode])
+                r = redis.Redis.from_url(url)
+                written = len(r.keys("j|*"))
+                r.close()
+                drain[mode].append(rate)
+                cpu[mode].append(us)
+                print(
+                    f"round {round_no + 1} metrics {mode:>3}: no-op drain {rate:,.0f}/s, "
+                    f"worker CPU {us:.1f} us/job, {written} metrics hashes",
+                    flush=True,
+                )
+    summary([("no-op drain, jobs/s", drain, ",.0f"), ("worker CPU us per job", cpu, ".1f")])
+    cost = step_cost()
+    print(
+        f"the tally's step alone, in process: {cost['off']:.2f} us/job off, "
+        f"{cost['on']:.2f} us/job on (+{cost['on'] - cost['off']:.2f} us/job)"
+    )
+
+
+if __name__ == "__main__":
+    main()
