@@ -29,6 +29,7 @@ from tests.page_support import (
     send_welcome,
 )
 from tests.test_api_process import heartbeat
+from tests.test_api_queue import RAILS_JOB
 from tests.worker_support import Running, wait_for
 
 
@@ -245,6 +246,14 @@ def test_an_embedded_sidekiq_process_offers_no_quiet_nor_stop(client: Any, r: re
     )
     assert "is an embedded Sidekiq process: it ignores stop" in refused.text
     assert r.lrange("puma:1:eeeeeeeeeeee-signals", 0, -1) == []
+
+
+def test_active_job_arguments_shown_deserialized(client: Any, r: redis.Redis) -> None:
+    r.lpush("queue:default", json.dumps(RAILS_JOB))
+    r.sadd("queues", "default")
+    page = client.get("/jobs/queues/default").text
+    assert "InvoiceJob" in page and "gid://shop/User/42" in page
+    assert "_aj_" not in page
 
 
 def test_post_without_the_csrf_token_is_refused(client: Any) -> None:
