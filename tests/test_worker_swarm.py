@@ -115,19 +115,34 @@ def test_a_quiet_child_that_dies_is_not_replaced(spawn, redis_url, r):
     assert parent.output().count("djqueue 0.1.0 starting") == 2
 
 
-def test_after_quiet_all_no_fresh_child_takes_jobs(spawn, redis_url, r):
-    require_sidekiq()
-    parent = spawn(redis_url, "--processes", "2", "-c", "1")
-    wait_for(lambda: len(identities(r)) == 2, what="two processes")
-    ruby(redis_url, "quiet.rb")  # Sidekiq's Busy page: Quiet All
-    wait_for(lambda: "every worker process is quiet" in parent.output(), what="a quiet swarm")
+def kill_one_then_stop_with_a_job_waiting(parent, r) -> None:
+    """In a quiet swarm: a child killed is not replaced, and a job pushed then is run by no
+    one (it is still queued once the swarm has stopped)."""
     os.kill(pid_of(min(identities(r))), signal.SIGKILL)
     wait_for(lambda: "while quiet; not replaced" in parent.output(), what="no replacement")
     jobs.record.perform_later("done", 1)
     parent.send(signal.SIGTERM)
     assert parent.wait(30) == 0
     assert r.llen("done") == 0 and r.llen("queue:default") == 1
+
+
+def test_after_quiet_all_no_fresh_child_takes_jobs(spawn, redis_url, r):
+    require_sidekiq()
+    parent = spawn(redis_url, "--processes", "2", "-c", "1")
+    wait_for(lambda: len(identities(r)) == 2, what="two processes")
+    ruby(redis_url, "quiet.rb")  # Sidekiq's Busy page: Quiet All
+    wait_for(lambda: "every worker process is quiet" in parent.output(), what="a quiet swarm")
+    kill_one_then_stop_with_a_job_waiting(parent, r)
     assert parent.output().count("djqueue 0.1.0 starting") == 2
+
+
+def test_tstp_to_the_parent_quiets_the_swarm_for_good(spawn, redis_url, r):
+    parent = spawn(redis_url, "--processes", "2", "-c", "1")
+    wait_for(lambda: len(identities(r)) == 2, what="two processes")
+    parent.send(signal.SIGTSTP)
+    wait_for(lambda: parent.output().count("was told to quiet") == 2, what="both quiet")
+    kill_one_then_stop_with_a_job_waiting(parent, r)
+    assert "TSTP: quieting every worker process" in parent.output()
 
 
 @pytest.mark.long

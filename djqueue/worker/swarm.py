@@ -140,6 +140,8 @@ class Swarm(Component):
             self.stopping = True
             self.waiting.clear()
         elif name == "TSTP":
+            if not self.quieted:
+                logger.info("swarm: TSTP: quieting every worker process; starting no more")
             self.quieted = True
             self.waiting.clear()
         for pid in list(self.children):
