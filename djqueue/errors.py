@@ -102,6 +102,18 @@ class ProcessDied(DjQueueError):
     again (a segfault, ``os._exit``, the kernel's OOM killer): a poison job."""
 
 
+class EmbeddedProcess(DjQueueError, ValueError):
+    """Quiet or stop asked of an embedded Sidekiq 7+ process (``info["embedded"]``): it runs
+    inside another application (a Puma server), which starts and stops it, and ignores them.
+    Sidekiq's own API refuses them too, and its Busy page offers neither."""
+
+    def __init__(self, identity: str, action: str) -> None:
+        super().__init__(
+            f"Process {identity} is an embedded Sidekiq process: it ignores {action}; "
+            "the application it runs in starts and stops it"
+        )
+
+
 class JobFailed(DjQueueError):
     """`djqueue.result` of a job that ended without a value: it died (its retries used up, or
     ``retry: false``) or was cancelled. Carries the job's own error class name and message as

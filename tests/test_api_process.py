@@ -14,6 +14,7 @@ import pytest
 
 import djqueue
 from djqueue.api import ProcessSet, Stats, WorkSet
+from djqueue.errors import EmbeddedProcess
 
 
 def heartbeat(r, identity: str, busy: int = 0, quiet: bool = False, **info) -> None:
@@ -97,6 +98,23 @@ def test_quiet_all_and_stop_all(redis_url, r):
     ProcessSet().stop_all()
     for identity in ("a:1:111111111111", "b:2:222222222222"):
         assert r.lrange(f"{identity}-signals", 0, -1) == ["TERM", "TSTP"]
+
+
+def test_an_embedded_sidekiq_process_is_neither_quieted_nor_stopped(redis_url, r):
+    heartbeat(r, "puma:1:eeeeeeeeeeee", embedded=True)  # Sidekiq 7+ run inside Puma
+    heartbeat(r, "worker:2:ffffffffffff")
+    embedded, alone = ProcessSet()
+    assert embedded.embedded and not embedded.can_signal
+    assert not alone.embedded and alone.can_signal
+    with pytest.raises(EmbeddedProcess, match="puma:1:eeeeeeeeeeee is an embedded Sidekiq process"):
+        embedded.quiet_down()
+    with pytest.raises(EmbeddedProcess, match="it ignores stop"):
+        embedded.stop()
+    # Quiet All and Stop All pass over it, as Sidekiq's Busy page does.
+    ProcessSet().quiet_all()
+    ProcessSet().stop_all()
+    assert r.lrange("puma:1:eeeeeeeeeeee-signals", 0, -1) == []
+    assert r.lrange("worker:2:ffffffffffff-signals", 0, -1) == ["TERM", "TSTP"]
 
 
 def test_dead_members_are_pruned(redis_url, r):

@@ -165,6 +165,79 @@ def test_active_job_wrapper_shows_the_wrapped_job(redis_url, r):
     assert JobRecord(json.dumps({**payload, "class": "Plain"})).display_args == payload["args"]
 
 
+#: A job as Rails 7.1's Sidekiq adapter writes it: ``InvoiceJob.perform_later(user,
+#: {total: 12.5}, Date.new(2026, 11, 26), note: "x")`` (the record as a GlobalID, the symbol
+#: keys, the date and the keyword arguments serialized by Active Job).
+RAILS_JOB = {
+    "retry": True,
+    "queue": "default",
+    "class": "Sidekiq::ActiveJob::Wrapper",
+    "wrapped": "InvoiceJob",
+    "args": [
+        {
+            "job_class": "InvoiceJob",
+            "job_id": "0f6ac2b5-4a8c-4a57-9d44-0f3b8e6c2a11",
+            "provider_job_id": None,
+            "queue_name": "default",
+            "priority": None,
+            "arguments": [
+                {"_aj_globalid": "gid://shop/User/42"},
+                {"total": 12.5, "_aj_symbol_keys": ["total"]},
+                {"_aj_serialized": "ActiveJob::Serializers::DateSerializer", "value": "2026-11-26"},
+                {"note": "x", "_aj_ruby2_keywords": ["note"]},
+            ],
+            "executions": 0,
+            "exception_executions": {},
+            "locale": "en",
+            "timezone": "UTC",
+            "enqueued_at": "2026-11-26T10:00:00.000000000Z",
+            "scheduled_at": None,
+        }
+    ],
+    "jid": "e" * 24,
+    "created_at": 1795000000.0,
+    "enqueued_at": 1795000000.0,
+}
+
+
+def test_active_job_arguments_are_shown_deserialized_as_sidekiq_7_1_shows_them():
+    record = JobRecord(json.dumps(RAILS_JOB))
+    assert record.display_name == "InvoiceJob"
+    assert record.display_args == [
+        "gid://shop/User/42",
+        {"total": 12.5},
+        {"value": "2026-11-26"},
+        {"note": "x"},
+    ]
+    # A record nested in a hash or a list is shown by its URI too.
+    nested = json.loads(json.dumps(RAILS_JOB))
+    nested["args"][0]["arguments"] = [{"users": [{"_aj_globalid": "gid://shop/User/1"}]}]
+    assert JobRecord(json.dumps(nested)).display_args == [{"users": ["gid://shop/User/1"]}]
+    # Sidekiq Enterprise's encrypted last argument is not shown either.
+    secret = {"class": "Secret", "args": [1, "bm9pc2U="], "encrypt": True}
+    assert JobRecord(json.dumps(secret)).display_args == [1, "[encrypted data]"]
+
+
+def test_mail_deliveries_show_the_mailers_params_and_arguments():
+    mail = json.loads(json.dumps(RAILS_JOB))
+    mail["wrapped"] = mail["args"][0]["job_class"] = "ActionMailer::MailDeliveryJob"
+    mail["args"][0]["arguments"] = [
+        "UserMailer",
+        "welcome",
+        "deliver_now",
+        {
+            "params": {"locale": "fr", "_aj_symbol_keys": ["locale"]},
+            "args": [{"_aj_globalid": "gid://shop/User/7"}],
+            "_aj_ruby2_keywords": ["params", "args"],
+        },
+    ]
+    assert JobRecord(json.dumps(mail)).display_args == [{"locale": "fr"}, ["gid://shop/User/7"]]
+    old = json.loads(json.dumps(mail))  # Rails 5's delivery job: its arguments after three
+    old["wrapped"] = "ActionMailer::DeliveryJob"
+    old["args"][0]["arguments"] = ["UserMailer", "welcome", "deliver_now", {"_aj_globalid": "g"}]
+    assert JobRecord(json.dumps(old)).display_args == ["g"]
+
+
 def test_redis_down_raises_the_documented_error():
     djqueue.configure(redis_url="redis://127.0.0.1:1/0", connect_timeout=0.2)
     try:

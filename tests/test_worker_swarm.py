@@ -13,9 +13,13 @@ from collections.abc import Callable
 import pytest
 
 from djqueue import signals
+from djqueue.api import ProcessSet
+from djqueue.worker import parent_line
+from djqueue.worker.launcher import RECYCLED
 from djqueue.worker.swarm import Swarm
 
 from . import jobs_for_worker as jobs
+from .sidekiq_support import require_sidekiq, ruby
 from .worker_support import wait_for
 
 pytestmark = pytest.mark.slow
@@ -71,6 +75,76 @@ def test_term_lets_every_child_finish_its_job_then_the_parent_exits_0(spawn, red
     assert "INT again" not in parent.output() and "TERM again" not in parent.output()
 
 
+def pid_of(identity: str) -> int:
+    return int(identity.split(":")[1])
+
+
+def test_stop_on_a_child_shrinks_the_swarm_and_stop_all_ends_it(spawn, redis_url, r):
+    require_sidekiq()
+    parent = spawn(redis_url, "--processes", "2", "-c", "1")
+    wait_for(lambda: len(identities(r)) == 2, what="two processes")
+    first, second = sorted(identities(r))
+    # Sidekiq's Busy page: Stop on one process.
+    ruby(redis_url, "signal.rb", first, "stop")
+    wait_for(lambda: identities(r) == {second}, what="the stopped one gone")
+    wait_for(lambda: "stopped as it was told; not replaced" in parent.output(), what="no restart")
+    jobs.record.perform_later("done", 1)
+    wait_for(lambda: r.llen("done") == 1, what="the job run by the other one")
+    assert identities(r) == {second}
+    # djqueue's API: Stop All; the swarm ends with its last process.
+    ProcessSet().stop_all()
+    assert parent.wait(30) == 0
+    assert "every worker process was told to stop" in parent.output()
+    assert parent.output().count("djqueue 0.1.0 starting") == 2
+
+
+def test_a_quiet_child_that_dies_is_not_replaced(spawn, redis_url, r):
+    parent = spawn(redis_url, "--processes", "2", "-c", "1")
+    wait_for(lambda: len(identities(r)) == 2, what="two processes")
+    first, _second = sorted(identities(r))
+    (process,) = [p for p in ProcessSet() if p.identity == first]
+    process.quiet_down()
+    told = f"worker {pid_of(first)} was told to quiet"
+    wait_for(lambda: told in parent.output(), what="the parent hears it")
+    os.kill(pid_of(first), signal.SIGKILL)
+    wait_for(lambda: "while quiet; not replaced" in parent.output(), what="no replacement")
+    jobs.record.perform_later("done", 1)
+    wait_for(lambda: r.llen("done") == 1, what="the job run by the other one")
+    parent.send(signal.SIGTERM)
+    assert parent.wait(30) == 0
+    assert parent.output().count("djqueue 0.1.0 starting") == 2
+
+
+def kill_one_then_stop_with_a_job_waiting(parent, r) -> None:
+    """In a quiet swarm: a child killed is not replaced, and a job pushed then is run by no
+    one (it is still queued once the swarm has stopped)."""
+    os.kill(pid_of(min(identities(r))), signal.SIGKILL)
+    wait_for(lambda: "while quiet; not replaced" in parent.output(), what="no replacement")
+    jobs.record.perform_later("done", 1)
+    parent.send(signal.SIGTERM)
+    assert parent.wait(30) == 0
+    assert r.llen("done") == 0 and r.llen("queue:default") == 1
+
+
+def test_after_quiet_all_no_fresh_child_takes_jobs(spawn, redis_url, r):
+    require_sidekiq()
+    parent = spawn(redis_url, "--processes", "2", "-c", "1")
+    wait_for(lambda: len(identities(r)) == 2, what="two processes")
+    ruby(redis_url, "quiet.rb")  # Sidekiq's Busy page: Quiet All
+    wait_for(lambda: "every worker process is quiet" in parent.output(), what="a quiet swarm")
+    kill_one_then_stop_with_a_job_waiting(parent, r)
+    assert parent.output().count("djqueue 0.1.0 starting") == 2
+
+
+def test_tstp_to_the_parent_quiets_the_swarm_for_good(spawn, redis_url, r):
+    parent = spawn(redis_url, "--processes", "2", "-c", "1")
+    wait_for(lambda: len(identities(r)) == 2, what="two processes")
+    parent.send(signal.SIGTSTP)
+    wait_for(lambda: parent.output().count("was told to quiet") == 2, what="both quiet")
+    kill_one_then_stop_with_a_job_waiting(parent, r)
+    assert "TSTP: quieting every worker process" in parent.output()
+
+
 @pytest.mark.long
 def test_a_child_over_max_memory_is_replaced_and_no_job_is_lost(spawn, redis_url, r):
     parent = spawn(redis_url, "--processes", "1", "--max-memory", "150", "-c", "2")
@@ -105,16 +179,22 @@ def test_max_jobs_replaces_a_child_after_that_many_jobs(spawn, redis_url, r):
 
 def run_swarm(swarm: Swarm, until: Callable[[], object]) -> int:
     """``swarm.run()`` in this thread (it installs signal handlers), with a TERM to this
-    process once ``until()`` holds (or after 30 s), as an operator would send it."""
+    process once ``until()`` holds (or after 30 s), as an operator would send it; none once
+    the swarm has ended by itself."""
+    ended = threading.Event()
 
     def stop() -> None:
         try:
-            wait_for(until, timeout=30)
+            wait_for(lambda: ended.is_set() or until(), timeout=30)
         finally:
-            os.kill(os.getpid(), signal.SIGTERM)
+            if not ended.is_set():
+                os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=stop, daemon=True).start()
-    return swarm.run()
+    try:
+        return swarm.run()
+    finally:
+        ended.set()
 
 
 FORK_IN_TESTS = "ignore:This process .* is multi-threaded:DeprecationWarning"
@@ -187,3 +267,26 @@ def test_a_bug_in_the_parents_loop_is_logged_and_the_slot_filled_at_the_next_pas
     assert "swarm failed; trying again" in caplog.text
     assert "a forking hook that fails once" in caplog.text
     assert starts.read_text() == "started\n"
+
+
+@pytest.mark.filterwarnings(FORK_IN_TESTS)
+def test_a_child_quieted_then_recycled_is_not_replaced_and_the_swarm_ends(tmp_path, caplog):
+    starts = tmp_path / "starts"
+
+    def quiet_then_recycle(_parent: int) -> int:
+        with starts.open("a") as f:
+            f.write("started\n")
+        parent_line.tell(parent_line.QUIET)
+        return RECYCLED
+
+    caplog.set_level(logging.INFO, "djqueue")
+    # No TERM needed: with its only child quiet and gone, the swarm has nothing left to run.
+    assert (
+        run_swarm(
+            Swarm(1, quiet_then_recycle),
+            until=lambda: starts.exists() and starts.read_text().count("started") > 1,
+        )
+        == 0
+    )
+    assert starts.read_text() == "started\n"
+    assert "recycled while quiet; not replaced" in caplog.text

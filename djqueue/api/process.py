@@ -17,9 +17,13 @@ from typing import Any
 import redis
 
 from ..config import Settings
+from ..errors import EmbeddedProcess
 from ..payload import to_seconds
 from ..store.replies import integer, text
 from .base import ApiObject, Problems
+
+#: The signals an embedded process ignores, with what they ask.
+QUIET_STOP = {"TSTP": "quiet", "TERM": "stop"}
 
 #: The fields of the process hash, besides ``info``, that a process listing shows.
 FIELDS = ("info", "busy", "beat", "quiet", "rss", "rtt_us", "concurrency")
@@ -110,12 +114,28 @@ class Process(ApiObject):
         return str(self.info.get("version") or "")
 
     @property
+    def embedded(self) -> bool:
+        """An embedded Sidekiq 7+ process (``info["embedded"]``), run inside another application
+        that starts and stops it: it ignores quiet and stop (`can_signal`)."""
+        return bool(self.info.get("embedded"))
+
+    @property
+    def can_signal(self) -> bool:
+        """Whether quiet and stop reach this process: False for an `embedded` one, for which
+        Sidekiq's Busy page offers neither and its API refuses them."""
+        return not self.embedded
+
+    @property
     def stopping(self) -> bool:
         """True once the process is quiet: it takes no new jobs and is about to stop."""
         return self.quiet
 
     def signal(self, name: str) -> None:
-        """Ask the process to act on ``TSTP`` (quiet), ``TERM`` (stop) or ``TTIN`` (dump)."""
+        """Ask the process to act on ``TSTP`` (quiet), ``TERM`` (stop) or ``TTIN`` (dump).
+
+        Raises `djqueue.errors.EmbeddedProcess` for quiet or stop of an `embedded` process."""
+        if name in QUIET_STOP and not self.can_signal:
+            raise EmbeddedProcess(self.identity, QUIET_STOP[name])
         self._call(lambda: self.process_store.signal(self.identity, name))
 
     def quiet_down(self) -> None:
@@ -201,9 +221,14 @@ class ProcessSet(ApiObject):
         return sum(p.rss for p in self.processes())
 
     def quiet_all(self) -> None:
+        """Quiet every process that can be quieted (not the `Process.embedded` ones, which
+        Sidekiq's Quiet All skips too)."""
         for process in self.processes():
-            process.quiet_down()
+            if process.can_signal:
+                process.quiet_down()
 
     def stop_all(self) -> None:
+        """Stop every process that can be stopped (not the `Process.embedded` ones)."""
         for process in self.processes():
-            process.stop()
+            if process.can_signal:
+                process.stop()

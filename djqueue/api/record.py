@@ -19,16 +19,11 @@ from typing import TYPE_CHECKING, Any
 from .. import retry_policy
 from ..payload import Payload, to_seconds
 from ..store.replies import text
+from . import active_job
 
 if TYPE_CHECKING:
     from .queue import Queue
     from .sorted_set import SortedSet
-
-#: ``class`` of a Rails ActiveJob pushed through Sidekiq (7.x and older, then 8.x).
-ACTIVE_JOB_WRAPPERS = (
-    "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper",
-    "Sidekiq::ActiveJob::Wrapper",
-)
 
 
 def display_name(item: Mapping[str, Any]) -> str:
@@ -38,7 +33,7 @@ def display_name(item: Mapping[str, Any]) -> str:
     if isinstance(display, str) and display:
         return display
     name = item.get("class")
-    if name in ACTIVE_JOB_WRAPPERS:
+    if name in active_job.WRAPPERS:
         wrapped = item.get("wrapped")
         if isinstance(wrapped, str):
             return wrapped
@@ -121,11 +116,17 @@ class JobRecord:
 
     @property
     def display_args(self) -> list[Any]:
-        """The job's own arguments, unwrapped from a Rails ActiveJob payload."""
-        if self.job_name in ACTIVE_JOB_WRAPPERS:
-            arguments = self._first_arg().get("arguments")
+        """The job's own arguments: unwrapped and deserialized from a Rails ActiveJob payload
+        (`djqueue.api.active_job`), as Sidekiq 7.1+ shows them."""
+        if self.job_name in active_job.WRAPPERS:
+            first = self._first_arg()
+            arguments = first.get("arguments")
             if isinstance(arguments, list):
-                return arguments
+                wrapped = self.item.get("wrapped") or first.get("job_class")
+                return active_job.display_args(str(wrapped or ""), arguments)
+        if self.item.get("encrypt") and self.args:
+            # Sidekiq Enterprise's encrypted last argument: ciphertext, of no use to a reader.
+            return [*self.args[:-1], "[encrypted data]"]
         return self.args
 
     def _first_arg(self) -> dict[str, Any]:

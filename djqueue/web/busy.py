@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..api import Process, ProcessSet, WorkSet
 from ..config import Settings, get_settings
+from ..errors import EmbeddedProcess
 from . import display
 from .problems import problem
 
@@ -33,6 +34,11 @@ class ProcessRow:
     started: str
     version: str
     quiet: bool
+    #: An embedded Sidekiq 7+ process: it runs inside another application (Puma).
+    embedded: bool
+    #: Whether the page offers Quiet and Stop for it (not for an embedded process, which
+    #: ignores them).
+    can_signal: bool
 
 
 @dataclass
@@ -100,8 +106,14 @@ def signal(action: str, identity: str | None, settings: Settings | None = None) 
     chosen = [p for p in processes if identity is None or p.identity == identity]
     if identity is not None and not chosen:
         return 0, f"Process {identity} is no longer running."
+    if identity is None:
+        # Quiet All and Stop All pass over embedded processes, as Sidekiq's Busy page does.
+        chosen = [p for p in chosen if p.can_signal]
     for process in chosen:
-        process.signal(name)
+        try:
+            process.signal(name)
+        except EmbeddedProcess as exc:
+            return 0, str(exc)
     count = len(chosen)
     return count, f"{done} {count} process{'es' if count != 1 else ''}."
 
@@ -124,4 +136,6 @@ def _process_row(process: Process, now: float) -> ProcessRow:
         started=display.relative(process.started_at, now),
         version=process.version,
         quiet=process.quiet,
+        embedded=process.embedded,
+        can_signal=process.can_signal,
     )

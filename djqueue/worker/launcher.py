@@ -31,6 +31,7 @@ from .. import __version__, connection, periodic_declaration, registry, signals
 from ..config import Settings, get_settings
 from ..errors import ConfigurationError
 from ..store import JobStore, Keys
+from . import parent_line
 from .backoff import REDIS_ERRORS, GaveUp, keep_trying, outage
 from .component import Part
 from .duties import DutyThread
@@ -335,11 +336,15 @@ class Launcher:
                 return
             self._stop_asked = time.monotonic()
             self.stopping.set()
+            # A swarm's parent replaces a child that exits, unless it was told to stop.
+            parent_line.tell(parent_line.STOP)
         self.signals.put(name)
 
     def handle(self, name: str) -> None:
         if name == "TSTP":
             self.quiet()
+            # Only when told to: the quiet that starts a stop or a recycling is no news.
+            parent_line.tell(parent_line.QUIET)
         elif name == "TTIN":
             self.dump_threads()
         else:

@@ -15,6 +15,13 @@ drops djqueue's Redis pools, so no socket is ever shared across a fork.
   lost: they sit in its working lists, which the other processes' janitors push back.
 - A child that stops to be replaced (over ``--max-memory`` or ``--max-jobs``: it finished its
   running jobs and pushed back what it held, exit `RECYCLED`) is replaced at once.
+- Quiet and Stop mean for a child what they mean for one process, whoever sends them (the
+  Busy page of Sidekiq's Web UI or djqueue's, the API, an OS signal): each child says on a pipe
+  to the parent when it is told to quiet or to stop (`djqueue.worker.parent_line`). A child told
+  to stop is not replaced: the swarm shrinks. A quiet child is not replaced either: it takes no
+  jobs, so neither would its replacement, and a fresh one would take jobs mid-deploy. Once
+  every child is quiet (Quiet All) the swarm is quiet and forks nothing more; once every child
+  has been told to stop (Stop All) the swarm stops, and the parent exits when they are gone.
 - TERM and INT go to every child (each finishes or pushes back its jobs); the parent exits
   once all have stopped: 0, or 1 if one of them failed. TSTP (quiet) and TTIN (thread dumps)
   are passed on. A second TERM is passed on too: children stop waiting for running jobs.
@@ -28,10 +35,11 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import connection, signals
-from . import log
+from . import log, parent_line
 from .component import Component
 from .launcher import RECYCLED
 from .log import logger
@@ -42,6 +50,21 @@ STABLE = 60.0
 MAX_PAUSE = 30.0
 #: Signals the parent passes on to its children.
 FORWARDED = ("TERM", "INT", "TSTP", "TTIN")
+
+
+@dataclass
+class Child:
+    """A live child, as the parent knows it."""
+
+    pid: int
+    slot: int
+    started: float
+    #: The read end of the child's `parent_line`.
+    line: int
+    #: Told to quiet: it takes no jobs, and is not replaced.
+    quiet: bool = False
+    #: Told to stop: it is on its way out, and is not replaced.
+    stopping: bool = False
 
 
 def process_count(setting: int) -> int:
@@ -64,14 +87,14 @@ class Swarm(Component):
     def __init__(self, size: int, run_child: Callable[[int], int]) -> None:
         self.size = size
         self.run_child = run_child
-        #: pid -> (slot, started at), for the children alive.
-        self.children: dict[int, tuple[int, float]] = {}
+        #: pid -> the child, for the children alive.
+        self.children: dict[int, Child] = {}
         #: slot -> the monotonic time a dead child's slot may be filled again.
         self.waiting: dict[int, float] = {}
         self.pauses: dict[int, float] = {}
         self.signals: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.stopping = False
-        #: Told TSTP: children forked from now on are told too.
+        #: Told TSTP, or every child was: nothing more is forked.
         self.quieted = False
         self.failed = False
         super().__init__()
@@ -93,10 +116,14 @@ class Swarm(Component):
             restore()
 
     def tick(self) -> float:
-        """One pass: reap the children that ended, fork the due ones, obey one signal."""
-        if not self.children and (not self.waiting or self.stopping):
+        """One pass: hear what the children were told, reap the ones that ended, fork the due
+        ones, obey one signal."""
+        if not self.children and (not self.waiting or self.stopping or self.quieted):
             self.halt()
             return 0.0
+        for child in self.children.values():
+            self._listen(child)
+        self._follow()
         self._reap()
         self._refill()
         try:
@@ -113,40 +140,90 @@ class Swarm(Component):
             self.stopping = True
             self.waiting.clear()
         elif name == "TSTP":
+            if not self.quieted:
+                logger.info("swarm: TSTP: quieting every worker process; starting no more")
             self.quieted = True
+            self.waiting.clear()
         for pid in list(self.children):
             try:
                 os.kill(pid, getattr(signal, f"SIG{name}"))
             except ProcessLookupError:
                 pass
 
+    def _listen(self, child: Child) -> None:
+        """Read what ``child`` said on its line (all of it, without waiting)."""
+        while True:
+            try:
+                said = os.read(child.line, 64)
+            except BlockingIOError:
+                return
+            if not said:
+                return
+            if parent_line.QUIET in said and not child.quiet:
+                child.quiet = True
+                logger.info("swarm: worker %d was told to quiet", child.pid)
+            if parent_line.STOP in said and not child.stopping:
+                child.stopping = True
+                logger.info("swarm: worker %d was told to stop", child.pid)
+
+    def _follow(self) -> None:
+        """The swarm is what every child is: told to stop by the Busy page's Stop All (or one
+        by one), it stops; quieted by Quiet All, it forks no more, not even for a child that
+        was waiting to be started again."""
+        if not self.children or self.stopping:
+            return
+        if all(child.stopping for child in self.children.values()):
+            logger.info("swarm: every worker process was told to stop; stopping when they have")
+            self.stopping = True
+            self.waiting.clear()
+        elif not self.quieted and all(c.quiet or c.stopping for c in self.children.values()):
+            logger.info("swarm: every worker process is quiet; starting no more")
+            self.quieted = True
+            self.waiting.clear()
+
     def _reap(self) -> None:
         while self.children:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
+                for child in self.children.values():
+                    os.close(child.line)
                 self.children.clear()
                 return
             if pid == 0:
                 return
-            slot, started = self.children.pop(pid, (None, 0.0))
-            if slot is None:
+            if pid not in self.children:
                 continue
+            child = self.children.pop(pid)
+            self._listen(child)  # what it said before it went
+            os.close(child.line)
             code = os.waitstatus_to_exitcode(status)
-            self._ended(slot, pid, code, time.monotonic() - started)
+            self._ended(child, pid, code, time.monotonic() - child.started)
 
-    def _ended(self, slot: int, pid: int, code: int, lived: float) -> None:
-        if self.stopping:
-            if code not in (0, RECYCLED):
+    def _ended(self, child: Child, pid: int, code: int, lived: float) -> None:
+        failed = code not in (0, RECYCLED)
+        if self.stopping or child.stopping or code == 0:
+            if failed:
                 self.failed = True
                 logger.warning(
                     "swarm: worker %d %s while stopping; exiting with 1", pid, _describe(code)
                 )
+            elif not self.stopping:
+                logger.info("swarm: worker %d stopped as it was told; not replaced", pid)
+            return
+        if child.quiet or self.quieted:
+            # Logged, not failed: a quiet process was on its way out, and ran no new jobs.
+            logger.warning(
+                "swarm: worker %d %s while quiet; not replaced: a quiet process takes no jobs",
+                pid,
+                "recycled" if code == RECYCLED else _describe(code),
+            )
             return
         if code == RECYCLED:
             logger.info("swarm: worker %d recycled; starting its replacement", pid)
-            self.waiting[slot] = time.monotonic()
+            self.waiting[child.slot] = time.monotonic()
             return
+        slot = child.slot
         pause = 0.0 if lived >= STABLE else min(MAX_PAUSE, max(1.0, self.pauses.get(slot, 0) * 2))
         self.pauses[slot] = pause
         logger.warning(
@@ -159,7 +236,7 @@ class Swarm(Component):
         self.waiting[slot] = time.monotonic() + pause
 
     def _refill(self) -> None:
-        if self.stopping:
+        if self.stopping or self.quieted:
             return
         now = time.monotonic()
         for slot, when in list(self.waiting.items()):
@@ -182,22 +259,31 @@ class Swarm(Component):
         sys.stderr.flush()
         parent = os.getpid()
         forwarded = {getattr(signal, f"SIG{name}") for name in FORWARDED}
+        line, end = os.pipe()
         signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)
         try:
             pid = os.fork()
             if pid == 0:
-                self._child(parent, forwarded)
+                self._child(parent, forwarded, line, end)
+        except BaseException:
+            os.close(line)
+            raise
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
+            os.close(end)
         log.after_fork()
-        self.children[pid] = (slot, time.monotonic())
-        if self.quieted:
-            os.kill(pid, signal.SIGTSTP)
+        os.set_blocking(line, False)
+        self.children[pid] = Child(pid, slot, time.monotonic(), line)
 
-    def _child(self, parent: int, blocked: set[int]) -> None:
-        """In the child: the parent's handlers off, one worker, then exit with its code."""
+    def _child(self, parent: int, blocked: set[int], line: int, end: int) -> None:
+        """In the child: the parent's handlers and lines off, its own line to the parent on,
+        one worker, then exit with its code."""
         code = 1
         try:
+            for fd in [line, *(child.line for child in self.children.values())]:
+                os.close(fd)
+            self.children.clear()
+            parent_line.attach(end)
             # The parent's handlers off; the signals stay blocked until the worker has its own
             # (`run_launcher` unblocks them), so a TERM passed on meanwhile stops it cleanly.
             for signum in blocked:

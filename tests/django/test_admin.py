@@ -24,6 +24,7 @@ import djqueue
 from djqueue.api import DeadSet, Queue, RetrySet, ScheduledSet
 from tests import jobs_for_worker as jobs
 from tests.page_support import check_local_time, check_traceback_pages, searches, send_welcome
+from tests.test_api_process import heartbeat
 from tests.worker_support import Running, wait_for
 
 pytestmark = pytest.mark.django_db
@@ -381,6 +382,35 @@ def test_quiet_and_stop_a_process(admin_client: Client, worker: Callable[..., Ru
         f"{ADMIN}/busy/", {"action": "stop", "identity": running.identity}, follow=True
     )
     assert messages(gone) == [f"Process {running.identity} is no longer running."]
+
+
+def test_an_embedded_sidekiq_process_offers_no_quiet_nor_stop(
+    admin_client: Client, r: redis.Redis
+) -> None:
+    embedded, alone = "puma:1:eeeeeeeeeeee", "worker:2:ffffffffffff"
+    heartbeat(r, embedded, embedded=True)
+    heartbeat(r, alone)
+    page = admin_client.get(f"{ADMIN}/busy/").content.decode()
+
+    def row(identity: str) -> str:
+        found = re.search(rf'<tr data-identity="{identity}">.*?</tr>', page, re.S)
+        assert found, page
+        return found[0]
+
+    assert "embedded</span>" in row(embedded)
+    assert 'value="quiet"' not in row(embedded) and 'value="stop"' not in row(embedded)
+    assert 'value="quiet"' in row(alone) and 'value="stop"' in row(alone)
+    refused = admin_client.post(
+        f"{ADMIN}/busy/", {"action": "quiet", "identity": embedded}, follow=True
+    )
+    assert messages(refused) == [
+        f"Process {embedded} is an embedded Sidekiq process: it ignores quiet; "
+        "the application it runs in starts and stops it"
+    ]
+    done = admin_client.post(f"{ADMIN}/busy/", {"action": "stop", "confirm": "yes"}, follow=True)
+    assert messages(done)[-1] == "Asked to stop 1 process."
+    assert r.lrange(f"{embedded}-signals", 0, -1) == []
+    assert r.lrange(f"{alone}-signals", 0, -1) == ["TERM"]
 
 
 # -- who may see and do what ------------------------------------------------------------------

@@ -28,6 +28,8 @@ from tests.page_support import (
     searches,
     send_welcome,
 )
+from tests.test_api_process import heartbeat
+from tests.test_api_queue import RAILS_JOB
 from tests.worker_support import Running, wait_for
 
 
@@ -229,6 +231,29 @@ def test_quiet_and_stop(client: Any, worker: Callable[..., Running]) -> None:
     client.post("/jobs/busy", data={"csrf_token": csrf, "action": "stop", "confirm": "yes"})
     running.thread.join(20)
     assert not running.thread.is_alive()
+
+
+def test_an_embedded_sidekiq_process_offers_no_quiet_nor_stop(client: Any, r: redis.Redis) -> None:
+    heartbeat(r, "puma:1:eeeeeeeeeeee", embedded=True)
+    page = client.get("/jobs/busy").text
+    found = re.search(r'<tr data-identity="puma:1:eeeeeeeeeeee">.*?</tr>', page, re.S)
+    assert found and "embedded</span>" in found[0] and 'name="action"' not in found[0]
+    csrf = token(client, "/jobs/busy")
+    refused = client.post(
+        "/jobs/busy",
+        data={"csrf_token": csrf, "action": "stop", "identity": "puma:1:eeeeeeeeeeee"},
+        follow_redirects=True,
+    )
+    assert "is an embedded Sidekiq process: it ignores stop" in refused.text
+    assert r.lrange("puma:1:eeeeeeeeeeee-signals", 0, -1) == []
+
+
+def test_active_job_arguments_shown_deserialized(client: Any, r: redis.Redis) -> None:
+    r.lpush("queue:default", json.dumps(RAILS_JOB))
+    r.sadd("queues", "default")
+    page = client.get("/jobs/queues/default").text
+    assert "InvoiceJob" in page and "gid://shop/User/42" in page
+    assert "_aj_" not in page
 
 
 def test_post_without_the_csrf_token_is_refused(client: Any) -> None:
