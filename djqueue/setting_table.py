@@ -264,6 +264,14 @@ INTEGRATION: tuple[Setting, ...] = (
         default="X-Request-ID",
     ),
     Setting(
+        "METRICS_TOKEN",
+        lambda value: None if value is None else c.text(empty=False)(value),
+        "the bearer token a Prometheus scrape of the `metrics` endpoint sends "
+        "(`Authorization: Bearer ...`); `None`: only a user allowed to view the dashboard "
+        "reads it ([Deployment](deployment.md#prometheus))",
+        frameworks=(DJANGO, FLASK),
+    ),
+    Setting(
         "DISCOVER",
         c.names("module names", "['jobs']"),
         "modules imported from every installed app at start-up",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from djqueue import setting_table
@@ -37,6 +37,8 @@ class AppOptions:
     outbox_grace: float = 10.0
     #: The zone the dashboard shows times in (``DJQUEUE_TIME_ZONE``, checked).
     time_zone: str = "UTC"
+    #: The bearer token a Prometheus scrape sends (``DJQUEUE_METRICS_TOKEN``); None: none.
+    metrics_token: str | None = field(default=None, repr=False)
 
     @property
     def outbox_chosen(self) -> bool:
@@ -111,6 +113,7 @@ def _options(values: Mapping[str, Any]) -> AppOptions:
         found["OUTBOX_RELAY"],
         float(found["OUTBOX_GRACE"]),
         found["TIME_ZONE"],
+        found["METRICS_TOKEN"],
     )
     if options.outbox_chosen and not _sqlalchemy_installed():
         key = "ENQUEUE_ON_COMMIT" if options.enqueue_on_commit == "outbox" else "OUTBOX_RELAY"

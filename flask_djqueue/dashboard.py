@@ -85,6 +85,7 @@ def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard
         bp.add_url_rule(
             flask_path(route), route.name, pages.view(route), methods=list(route.methods)
         )
+    bp.add_url_rule("/metrics", "metrics", pages.metrics)
     return bp
 
 
@@ -124,7 +125,12 @@ class _Pages:
 
     def guard(self) -> Any:
         """Every request: a dashboard that can be served; may view (or the auth's own
-        response); POSTs: the CSRF token."""
+        response); POSTs: the CSRF token. A scrape of ``metrics`` with a bearer token is
+        decided by the token alone."""
+        if request.endpoint == f"{self.bp.name}.metrics":
+            scrape = self.scrape_allowed()
+            if scrape is not None:
+                return None if scrape else abort(401)
         problem = self.misconfigured()
         if problem is not None:
             # Plain text: the page frame needs the session, which may be what is missing.
@@ -141,6 +147,21 @@ class _Pages:
             if not kept or not hmac.compare_digest(sent, kept):
                 abort(400, "CSRF token missing or wrong: reload the page and try again")
         return None
+
+    def scrape_allowed(self) -> bool | None:
+        """A Prometheus scrape's bearer token against ``DJQUEUE_METRICS_TOKEN``
+        (`djqueue.contrib.prometheus.bearer_check`); None: no token sent, ``auth`` decides."""
+        from djqueue.contrib.prometheus import bearer_check
+
+        found = state_of(current_app)
+        token = found.options.metrics_token if found is not None else None
+        return bearer_check(request.headers.get("Authorization"), token)
+
+    def metrics(self) -> Response:
+        """The Prometheus exposition (`djqueue.contrib.prometheus`), read from Redis."""
+        from djqueue.contrib.prometheus import CONTENT_TYPE, exposition
+
+        return Response(exposition(self.settings), content_type=CONTENT_TYPE)
 
     def protect(self, response: BaseResponse) -> BaseResponse:
         """No framing by other sites: the pages have buttons that stop workers."""

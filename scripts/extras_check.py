@@ -3,7 +3,7 @@ push a job, run it with a worker, and open the admin (Django) or the dashboard (
 a private redis-server. The Django site and the Flask back office are the example project's
 (what scripts/demo serves). Run by scripts/test-extras with the fresh virtualenv's python:
 
-    python scripts/extras_check.py core|django|flask|sentry WORKDIR
+    python scripts/extras_check.py core|django|flask|sentry|prometheus WORKDIR
 
 Silent when everything works; otherwise it exits non-zero saying what failed, with the worker's
 output. It imports only the standard library and what the extra installs, and runs from
@@ -32,6 +32,7 @@ ABSENT = {
     "django": ("flask", "sqlalchemy"),
     "flask": ("django", "sqlalchemy", "flask_sqlalchemy"),
     "sentry": ("django", "flask", "sqlalchemy"),
+    "prometheus": ("django", "flask", "sqlalchemy"),
 }
 NOTES = "extras:notes"
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
@@ -194,6 +195,21 @@ def check_sentry(work: Path, env: dict[str, str], url: str, r: Any) -> None:
     run_worker([bin_("djqueue"), "worker", "-r", "jobs"], env, work, done)
 
 
+def check_prometheus(work: Path, env: dict[str, str], url: str, r: Any) -> None:
+    """A job run by ``djqueue worker``, then ``djqueue metrics``: its exposition counts it."""
+    write(work, {"jobs.py": JOB})
+    env["DJQUEUE_REDIS_URL"] = os.environ["DJQUEUE_REDIS_URL"] = url
+    from jobs import note
+
+    note.perform_later("prometheus")
+    run_worker([bin_("djqueue"), "worker", "-r", "jobs"], env, work, noted(r, "prometheus"))
+    found = subprocess.run(
+        [bin_("djqueue"), "metrics"], cwd=work, env=env, capture_output=True, text=True
+    )
+    if found.returncode != 0 or "djqueue_processed_total 1.0" not in found.stdout:
+        raise Failed(f"djqueue metrics answered {found.returncode}:\n{found.stdout}{found.stderr}")
+
+
 def bin_(name: str) -> str:
     """A command the extra installed into this virtualenv."""
     return str(Path(sys.executable).parent / name)
@@ -204,6 +220,7 @@ CHECKS = {
     "django": check_django,
     "flask": check_flask,
     "sentry": check_sentry,
+    "prometheus": check_prometheus,
 }
 
 

@@ -61,7 +61,11 @@ def test_integration_options_come_with_their_defaults_and_one_message_style():
         "CONTEXT_KEYS": (),
         "TIME_ZONE": "UTC",
         "TESTING": None,
+        "METRICS_TOKEN": None,
     }
+    with pytest.raises(djqueue.ConfigurationError) as caught:
+        setting_table.check_integration({"METRICS_TOKEN": ""}, setting_table.DJANGO)
+    assert str(caught.value) == "METRICS_TOKEN: must be a non-empty string, got ''"
     with pytest.raises(djqueue.ConfigurationError) as caught:
         setting_table.check_integration({"OUTBOX_RELAY": 1}, setting_table.DJANGO)
     assert str(caught.value) == "OUTBOX_RELAY: must be True, False or None, got 1"

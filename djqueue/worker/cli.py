@@ -448,6 +448,8 @@ REPORTS = {
     "queues": "print each queue's size and latency",
     "status": "print a tracked job's state, times, attempts, error and result",
     "periodic": "list periodic jobs (last and next run), or enable, disable, run or delete one",
+    "metrics": "print the figures in Prometheus' text exposition format (needs the "
+    "prometheus extra): for a textfile collector or a sidecar",
     "health": "exit 0 when the worker on this host beat recently and is not stuck, else 1 "
     "with the reason (a probe's command)",
 }
@@ -553,6 +555,10 @@ def run_report(
         return Report(code, text, source, error=code != 0)
     if command == "stats":
         return Report(0, reports.stats(effective, outbox), source)
+    if command == "metrics":
+        from ..contrib.prometheus import exposition
+
+        return Report(0, exposition(effective).rstrip("\n"), source)
     return Report(0, reports.queues(effective), source)
 
 

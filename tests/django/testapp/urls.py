@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from . import views
 
@@ -8,4 +8,5 @@ urlpatterns = [
     path("orders/outbox/", views.create_order_outbox),
     path("context/", views.push_context),
     path("admin/", admin.site.urls),
+    path("djqueue/", include("djqueue.urls")),
 ]
