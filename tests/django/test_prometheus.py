@@ -133,3 +133,22 @@ def test_every_metric_the_deployment_docs_name_is_exposed(ran, client):
     families = {f.name for f in text_string_to_metric_families(answer.content.decode())}
     names = {s[0] for s in samples(answer.content.decode())}
     assert named - families - names == set()
+
+
+def test_staff_without_the_view_permission_is_refused(client, django_user_model):
+    user = django_user_model.objects.create_user("clerk", password="pw", is_staff=True)
+    client.force_login(user)
+    assert client.get("/djqueue/metrics").status_code == 403
+
+
+def test_the_flask_route_follows_the_auth_hook_without_a_token(redis_url):
+    app = flask.Flask("metrics_auth")
+    app.config.update(SECRET_KEY="x", DJQUEUE_REDIS_URL=redis_url)
+    DjQueue(app)
+    asked: list[str] = []
+    app.register_blueprint(dashboard_blueprint(auth=lambda p: asked.append(p) or True))
+    answer = app.test_client().get("/djqueue/metrics")
+    assert answer.status_code == 200 and "djqueue_busy" in answer.text and asked == ["view"]
+    # No token set: a bearer token is refused, whatever the auth hook says.
+    wrong = app.test_client().get("/djqueue/metrics", headers={"Authorization": "Bearer x"})
+    assert wrong.status_code == 401
