@@ -1,13 +1,13 @@
 """The OpenTelemetry instrumentation (`djqueue.contrib.opentelemetry`) with the SDK's in-memory
-exporter and a worker on a thread of this process. The process boundary is the payload: the
-job reaches the worker only through Redis, so the consumer span's parent is what the pushed
-payload's ``traceparent`` says (asserted on the payload in Redis too), as it would be for a
-worker on another host."""
+exporter. Most tests run the worker on a thread of this process (the job reaches it only
+through Redis, and the payload's ``traceparent`` is asserted); one runs a real ``djqueue
+worker`` subprocess that writes its spans to a file (tests/otel_worker.py)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -20,7 +20,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 import djqueue
 from djqueue.contrib import opentelemetry as otel
 
-from .worker_support import Running, wait_for
+from .otel_worker import elsewhere
+from .worker_support import Running, WorkerProcess, wait_for
 
 _EXPORTER = InMemorySpanExporter()
 
@@ -130,3 +131,32 @@ def test_an_async_job_gets_the_same_span(
     assert process.parent.span_id == publish.get_span_context().span_id
     assert process.status.status_code == StatusCode.ERROR
     assert [e.name for e in process.events] == ["exception"]
+
+
+def test_across_processes_the_worker_span_is_a_child_of_the_push(
+    spans: InMemorySpanExporter,
+    spawn: Callable[..., WorkerProcess],
+    redis_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``djqueue worker`` subprocess with its own tracer provider continues this trace."""
+    exported = tmp_path / "spans.jsonl"
+    monkeypatch.setenv("DJQ_OTEL_SPANS", str(exported))
+    with trace.get_tracer("tests").start_as_current_span("POST /orders"):
+        jid = elsewhere.perform_later("across")
+    (publish,) = named(spans, "default publish", 1)
+    worker = spawn(redis_url, "-r", "tests.otel_worker")
+
+    def process() -> dict[str, object] | None:
+        assert worker.process.poll() is None, worker.output()
+        lines = exported.read_text().splitlines() if exported.exists() else []
+        return next((json.loads(line) for line in lines), None)
+
+    span = wait_for(process, what="the worker's span", log=worker.log)
+    pushed = publish.get_span_context()
+    assert span["name"] == "default process"
+    assert span["kind"] == "SpanKind.CONSUMER"
+    assert span["context"]["trace_id"] == f"0x{pushed.trace_id:032x}"
+    assert span["parent_id"] == f"0x{pushed.span_id:016x}"
+    assert span["attributes"]["messaging.message_id"] == jid
