@@ -3,7 +3,7 @@ push a job, run it with a worker, and open the admin (Django) or the dashboard (
 a private redis-server. The Django site and the Flask back office are the example project's
 (what scripts/demo serves). Run by scripts/test-extras with the fresh virtualenv's python:
 
-    python scripts/extras_check.py core|django|flask|sentry|prometheus WORKDIR
+    python scripts/extras_check.py core|django|flask|sentry|prometheus|otel WORKDIR
 
 Silent when everything works; otherwise it exits non-zero saying what failed, with the worker's
 output. It imports only the standard library and what the extra installs, and runs from
@@ -33,6 +33,8 @@ ABSENT = {
     "flask": ("django", "sqlalchemy", "flask_sqlalchemy"),
     "sentry": ("django", "flask", "sqlalchemy"),
     "prometheus": ("django", "flask", "sqlalchemy"),
+    # The API alone: the check must work without the SDK a test environment has.
+    "otel": ("django", "flask", "sqlalchemy", "opentelemetry.sdk"),
 }
 NOTES = "extras:notes"
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
@@ -210,6 +212,42 @@ def check_prometheus(work: Path, env: dict[str, str], url: str, r: Any) -> None:
         raise Failed(f"djqueue metrics answered {found.returncode}:\n{found.stdout}{found.stderr}")
 
 
+OTEL_JOB = """
+from opentelemetry import propagate
+
+import djqueue
+from djqueue.client import get_client
+from djqueue.contrib.opentelemetry import instrument
+
+instrument()
+
+
+@djqueue.job(name="extras.trace")
+def trace(text):
+    # The API without an SDK records nothing, but the propagator still carries what came in.
+    headers = {}
+    propagate.inject(headers)
+    get_client().redis.rpush("extras:notes", f"{text} {headers.get('traceparent')}")
+"""
+PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def check_otel(work: Path, env: dict[str, str], url: str, r: Any) -> None:
+    """A job pushed inside a remote trace runs inside it in ``djqueue worker``."""
+    write(work, {"jobs.py": OTEL_JOB})
+    env["DJQUEUE_REDIS_URL"] = os.environ["DJQUEUE_REDIS_URL"] = url
+    from jobs import trace
+    from opentelemetry import context, propagate
+
+    token = context.attach(propagate.extract({"traceparent": PARENT}))
+    try:
+        trace.perform_later("otel")
+    finally:
+        context.detach(token)
+    done = noted(r, f"otel {PARENT}")
+    run_worker([bin_("djqueue"), "worker", "-r", "jobs"], env, work, done)
+
+
 def bin_(name: str) -> str:
     """A command the extra installed into this virtualenv."""
     return str(Path(sys.executable).parent / name)
@@ -221,6 +259,7 @@ CHECKS = {
     "flask": check_flask,
     "sentry": check_sentry,
     "prometheus": check_prometheus,
+    "otel": check_otel,
 }
 
 

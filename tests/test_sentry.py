@@ -16,7 +16,7 @@ from sentry_sdk.transport import Transport
 import djqueue
 from djqueue import signals
 from djqueue.api import PeriodicSet
-from djqueue.contrib import sentry
+from djqueue.contrib import jobrun, sentry
 from djqueue.middleware import client_middleware
 from djqueue.worker import around
 
@@ -65,8 +65,8 @@ def sent(redis_url: str) -> Iterator[Callable[..., Collect]]:
     sentry_sdk.init(default_integrations=False, auto_enabling_integrations=False)
     around.remove(sentry._around)
     client_middleware.remove(sentry.stamp)
-    signals.job_failed.disconnect(sentry._failed)
-    signals.job_retry_scheduled.disconnect(sentry._retried)
+    signals.job_failed.disconnect(jobrun._failed)
+    signals.job_retry_scheduled.disconnect(jobrun._retried)
     # So that the next init sets it up again (the SDK sets an integration up once a process).
     integrations._installed_integrations.discard(sentry.DjqueueIntegration.identifier)
     integrations._processed_integrations.discard(sentry.DjqueueIntegration.identifier)

@@ -34,7 +34,6 @@ installed by ``sentry_sdk.init`` and do nothing while the current Sentry client 
 
 from __future__ import annotations
 
-import contextvars
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -46,10 +45,10 @@ from sentry_sdk.integrations import Integration
 from sentry_sdk.tracing import TransactionSource
 from sentry_sdk.utils import event_from_exception
 
-from .. import signals
 from ..api.periodic import firing
 from ..middleware import client_middleware
 from ..worker import around
+from .jobrun import carried, carry, connect, watch
 
 #: The payload key of the pushing code's trace headers (sentry-ruby's Sidekiq integration's).
 TRACE_KEY = "trace_propagation_headers"
@@ -69,8 +68,7 @@ class DjqueueIntegration(Integration):
     def setup_once() -> None:
         around.add(_around)
         client_middleware.add(stamp)
-        signals.job_failed.connect(_failed, weak=False)
-        signals.job_retry_scheduled.connect(_retried, weak=False)
+        connect()
 
 
 def _integration() -> DjqueueIntegration | None:
@@ -84,40 +82,11 @@ def stamp(job: str, payload: dict[str, Any], queue: str) -> Iterator[None]:
             "sentry-trace": sentry_sdk.get_traceparent(),
             "baggage": sentry_sdk.get_baggage(),
         }
-        headers = {name: value for name, value in headers.items() if value}
-        if headers and TRACE_KEY not in payload:
-            payload[TRACE_KEY] = headers
+        carry(payload, headers, under=TRACE_KEY)
         name = firing.get()
         if name is not None:
             payload[MONITOR_KEY] = name
     yield
-
-
-class _Run:
-    """What the signals said about the job running in this context."""
-
-    __slots__ = ("error", "retried")
-
-    def __init__(self) -> None:
-        self.error: BaseException | None = None
-        self.retried = False
-
-
-_current: contextvars.ContextVar[_Run | None] = contextvars.ContextVar(
-    "djqueue_sentry_run", default=None
-)
-
-
-def _failed(sender: Any, exception: BaseException, **_: Any) -> None:
-    run = _current.get()
-    if run is not None:
-        run.error = exception
-
-
-def _retried(sender: Any, **_: Any) -> None:
-    run = _current.get()
-    if run is not None:
-        run.retried = True
 
 
 def _around(payload: dict[str, Any]) -> Iterator[None] | None:
@@ -132,7 +101,6 @@ def _job(integration: DjqueueIntegration, payload: dict[str, Any]) -> Iterator[N
     name = str(payload.get("wrapped") or payload.get("class"))
     queue = str(payload.get("queue"))
     monitor = payload.get(MONITOR_KEY)
-    headers = payload.get(TRACE_KEY)
     with sentry_sdk.isolation_scope() as scope:
         scope.clear_breadcrumbs()
         scope.set_tag("djqueue.class", name)
@@ -147,7 +115,7 @@ def _job(integration: DjqueueIntegration, payload: dict[str, Any]) -> Iterator[N
             },
         )
         transaction = sentry_sdk.continue_trace(
-            headers if isinstance(headers, dict) else {},
+            carried(payload, under=TRACE_KEY),
             op="queue.process",
             name=name,
             source=TransactionSource.TASK,
@@ -157,21 +125,19 @@ def _job(integration: DjqueueIntegration, payload: dict[str, Any]) -> Iterator[N
         if isinstance(monitor, str):
             check_in = capture_checkin(monitor_slug=monitor, status=MonitorStatus.IN_PROGRESS)
         started = time.monotonic()
-        run = _Run()
-        token = _current.set(run)
-        try:
-            with sentry_sdk.start_transaction(transaction):
-                yield
-                error = run.error
-                transaction.set_status("ok" if error is None else "internal_error")
-                if error is not None and not (integration.only_exhausted and run.retried):
-                    _capture(error)
-        finally:
-            _current.reset(token)
-            if check_in is not None:
-                status = MonitorStatus.OK if run.error is None else MonitorStatus.ERROR
-                duration = time.monotonic() - started
-                capture_checkin(monitor, check_in_id=check_in, status=status, duration=duration)
+        with watch() as run:
+            try:
+                with sentry_sdk.start_transaction(transaction):
+                    yield
+                    error = run.error
+                    transaction.set_status("ok" if error is None else "internal_error")
+                    if error is not None and not (integration.only_exhausted and run.retried):
+                        _capture(error)
+            finally:
+                if check_in is not None:
+                    status = MonitorStatus.OK if run.error is None else MonitorStatus.ERROR
+                    duration = time.monotonic() - started
+                    capture_checkin(monitor, check_in_id=check_in, status=status, duration=duration)
 
 
 def _capture(error: BaseException) -> None:
