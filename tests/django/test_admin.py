@@ -23,7 +23,14 @@ from django.test import Client
 import djqueue
 from djqueue.api import DeadSet, Queue, RetrySet, ScheduledSet
 from tests import jobs_for_worker as jobs
-from tests.page_support import check_local_time, check_traceback_pages, searches, send_welcome
+from tests.page_support import (
+    check_local_time,
+    check_metrics_page,
+    check_traceback_pages,
+    run_for_metrics,
+    searches,
+    send_welcome,
+)
 from tests.test_api_process import heartbeat
 from tests.worker_support import Running, wait_for
 
@@ -625,3 +632,15 @@ def test_names_with_slashes_have_pages(admin_client: Client) -> None:
     assert rows(listing) == [jid]
     (key,) = keys(listing)
     assert jid in admin_client.get(f"{ADMIN}/queue/mail/high/job/{key}/").content.decode()
+
+
+def test_metrics_page_per_class_with_links_range_and_filter(
+    admin_client: Client, worker: Callable[..., Running], r: redis.Redis
+) -> None:
+    run_for_metrics(worker, r)
+    check_metrics_page(
+        lambda query: admin_client.get(f"{ADMIN}/metrics/{query}").content.decode(),
+        f"{ADMIN}/retryjob/",
+        f"{ADMIN}/deadjob/",
+    )
+    assert f'href="{ADMIN}/metrics/"' in admin_client.get("/admin/").content.decode()
