@@ -149,7 +149,7 @@ def test_dashboard_shows_counters_chart_and_redis(admin_client: Client, r: redis
 
 def test_admin_index_lists_the_pages(admin_client: Client) -> None:
     text = admin_client.get("/admin/").content.decode()
-    for page in ("dashboard", "queue", "scheduledjob", "retryjob", "deadjob", "busy"):
+    for page in ("dashboard", "queue", "scheduledjob", "retryjob", "deadjob", "busy", "metrics"):
         assert f'href="{ADMIN}/{page}/"' in text
 
 
@@ -426,7 +426,7 @@ def test_an_embedded_sidekiq_process_offers_no_quiet_nor_stop(
 PAGES = ["dashboard/", "dashboard/live/", "queue/", "scheduledjob/", "retryjob/", "deadjob/"]
 
 
-@pytest.mark.parametrize("page", [*PAGES, "busy/"])
+@pytest.mark.parametrize("page", [*PAGES, "busy/", "metrics/"])
 def test_anonymous_and_non_staff_are_sent_to_log_in(client: Client, page: str) -> None:
     response = client.get(f"{ADMIN}/{page}")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
@@ -434,7 +434,7 @@ def test_anonymous_and_non_staff_are_sent_to_log_in(client: Client, page: str) -
     assert client.get(f"{ADMIN}/{page}").status_code == 302
 
 
-@pytest.mark.parametrize("page", [*PAGES, "busy/"])
+@pytest.mark.parametrize("page", [*PAGES, "busy/", "metrics/"])
 def test_staff_without_the_view_permission_is_refused(client: Client, page: str) -> None:
     client.force_login(user())
     assert client.get(f"{ADMIN}/{page}").status_code == 403
