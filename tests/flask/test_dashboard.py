@@ -18,6 +18,7 @@ import redis
 import djqueue
 from djqueue.api import DeadSet, Queue, RetrySet, ScheduledSet
 from djqueue.errors import ConfigurationError
+from djqueue.store.metrics import minute_bucket
 from flask_djqueue import DjQueue
 from flask_djqueue.dashboard import dashboard_blueprint
 from tests import jobs_for_worker as jobs
@@ -392,3 +393,12 @@ def test_metrics_page_per_class_with_links_range_and_filter(
     assert 'href="/jobs/metrics"' in client.get("/jobs/").text
     access.permissions = set()
     assert client.get("/jobs/metrics").status_code == 403
+
+
+def test_metrics_page_names_a_key_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
+    key = f"j|{minute_bucket(time.time())}"
+    r.set(key, "not a hash")
+    page = client.get("/jobs/metrics")
+    assert page.status_code == 200
+    assert f"{key}" in page.text and "WRONGTYPE" in page.text
+    assert "No job ran in the last 1h." in page.text
