@@ -66,3 +66,57 @@ def check_local_time(page: str, at: float, zone: str) -> None:
     shown = f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
     tag = f'<time datetime="{utc}" title="{utc}">{shown} ('
     assert tag in page, (tag, re.findall(r"<time [^>]*>[^<]*", page))
+
+
+#: The Metrics page's tests: N jobs of A succeed, M of B fail (not retried).
+METRICS_N, METRICS_M = 5, 3
+
+
+def run_for_metrics(worker, r) -> None:  # type: ignore[no-untyped-def]
+    """A real worker runs N jobs of ``t.record`` and M failing ``t.fail_quietly``; returns when
+    it has counted them all (the metrics are written with the same heartbeat)."""
+    from tests import jobs_for_worker as jobs
+    from tests.worker_support import wait_for
+
+    running = worker()
+    for i in range(METRICS_N):
+        jobs.record.perform_async("metrics", i)
+    for i in range(METRICS_M):
+        jobs.fail_quietly.perform_async(f"boom {i}")
+    total = METRICS_N + METRICS_M
+    wait_for(lambda: int(r.get("stat:processed") or 0) == total, what="all jobs counted")
+    running.stop()
+
+
+def metrics_row(page: str, name: str) -> dict[str, str]:
+    """The Metrics page's figures for one class: processed, failed, failure_rate, mean..."""
+    found = re.search(rf'<tr data-name="{re.escape(html.escape(name))}"[^>]*>(.*?)</tr>', page)
+    assert found is not None, f"no row for {name}"
+    return dict(re.findall(r'data-figure="(\w+)">([^<]*)<', found[1]))
+
+
+def check_metrics_page(get, retries: str, dead: str) -> None:  # type: ignore[no-untyped-def]
+    """After `run_for_metrics`: ``get(query)`` answers the Metrics page's HTML for a query
+    string; ``retries`` and ``dead`` are the list pages' URLs."""
+    page = get("")
+    a, b = metrics_row(page, "t.record"), metrics_row(page, "t.fail_quietly")
+    assert (a["processed"], a["failed"], a["failure_rate"]) == (str(METRICS_N), "0", "0.0%")
+    assert (b["processed"], b["failed"], b["failure_rate"]) == ("3", "3", "100.0%")
+    assert a["p50"].endswith(" ms") and b["p50"] == "–"
+    assert f'href="{retries}?job=t.fail_quietly"' in page
+    assert f'href="{dead}?job=t.fail_quietly"' in page
+    # The busiest class is charted first: its line chart and its time histogram.
+    assert 'id="djqueue-metrics-chart"' in page and "t.record: processed and failed" in page
+    histogram = page[page.index('id="djqueue-metrics-histogram"') :]
+    bars = re.findall(r'class="djqueue-bar".*?<title>[^<]*: (\d+)</title>', histogram)
+    assert len(bars) == 26 and sum(map(int, bars)) == METRICS_N
+    chosen = get("?job=t.fail_quietly")
+    assert "t.fail_quietly: processed and failed" in chosen
+    assert "None succeeded in the last 1h." in chosen
+    filtered = get("?name=FAIL")
+    assert 'data-name="t.fail_quietly"' in filtered and 'data-name="t.record"' not in filtered
+    long = get("?range=72h")
+    assert metrics_row(long, "t.record")["processed"] == str(METRICS_N)
+    assert "Histograms are kept for 8 hours" in long
+    assert "Unknown range &#39;2y&#39;: showing the last 1h." in get("?range=2y")
+    assert "No job ran in the last 1h with a name containing" in get("?name=nothing")

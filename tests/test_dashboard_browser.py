@@ -214,6 +214,7 @@ def every_page(mount: Mount, queue: str, periodic: str) -> dict[str, str]:
         "periodic": mount.url("periodic"),
         "periodic-entry": mount.url("periodic_entry", name=periodic),
         "busy": mount.url("busy"),
+        "metrics": mount.url("metrics"),
         "job-status": mount.url("job_status") + "?jid=",
     }
 
@@ -246,6 +247,7 @@ def test_every_page_light_and_dark(
         "periodic": "cleanup.sessions",
         "periodic-entry": "Next 5 ticks",
         "busy": running.identity,
+        "metrics": "browser.charge",
         "job-status": "Find job by jid",
     }
     for scheme in ("light", "dark"):
@@ -492,6 +494,60 @@ def test_a_list_fits_420_px_and_its_filters_stay_as_left_under_the_live_poll(
     toggle.click()
 
 
+# -- metrics ----------------------------------------------------------------------------------
+
+
+def test_metrics_page_shows_what_a_worker_ran_and_a_hostile_name_as_text(
+    page: Page, mount: Mount, worker: Callable[..., Running], r: redis.Redis
+) -> None:
+    """N jobs of A and M failures of B, and a job whose class is markup: the page's figures,
+    its chart and histogram, a class's link to its retries, the range and the name filter."""
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    hostile = {"class": HOSTILE, "args": [], "jid": "f" * 24, "queue": "default", "retry": 1}
+    r.lpush("queue:default", dumps(hostile))
+    running = worker()
+    for n in range(4):
+        ok.perform_async(n)
+    charge.perform_async("order-1")
+    charge.perform_async("order-2")
+    wait_for(lambda: int(r.get("stat:processed") or 0) == 7, what="all jobs counted")
+    running.stop()
+    go(page, mount.url("metrics"))
+    figures = {
+        name: [
+            page.locator(f'#result_list tr[data-name="{name}"] [data-figure="{f}"]').inner_text()
+            for f in ("processed", "failed", "failure_rate")
+        ]
+        for name in ("browser.ok", "browser.charge", HOSTILE)
+    }
+    assert figures == {
+        "browser.ok": ["4", "0", "0.0%"],
+        "browser.charge": ["2", "2", "100.0%"],
+        HOSTILE: ["1", "1", "100.0%"],
+    }
+    expect(page.locator("#djqueue-metrics-chart h2")).to_contain_text("browser.ok")
+    expect(page.locator("#djqueue-metrics-histogram .djqueue-bar")).to_have_count(26)
+    assert page.locator("#content-main script:not([src])").count() == 0
+    assert page.locator("#content-main img[src=x]").count() == 0
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        shoot(page, mount, f"metrics-{scheme}")
+    page.locator('#result_list tr[data-name="browser.charge"] a.djqueue-chart-link').click()
+    expect(page.locator("#djqueue-metrics-chart h2")).to_contain_text("browser.charge")
+    page.get_by_role("link", name="72h").click()
+    expect(page.locator("#content-main")).to_contain_text("Histograms are kept for 8 hours")
+    page.locator("#searchbar").fill("OK")
+    page.locator("#searchbar").press("Enter")
+    expect(page.locator("#result_list tbody tr")).to_have_count(1)
+    expect(page.locator('[data-name="browser.ok"] [data-figure="processed"]')).to_have_text("4")
+    go(page, mount.url("metrics"))
+    page.locator('#result_list tr[data-name="browser.charge"] a.djqueue-retries-link').click()
+    expect(rows(page)).to_have_count(2)
+    expect(page.locator("#content-main")).to_contain_text("card declined for order-2")
+    assert dialogs == []
+
+
 # -- hostile data -----------------------------------------------------------------------------
 
 
@@ -529,7 +585,7 @@ def test_a_hostile_job_is_text_on_every_page(
     pages = every_page(mount, HOSTILE, HOSTILE)
     for name, url in pages.items():
         go(page, url)
-        if name not in ("dashboard", "job-status"):
+        if name not in ("dashboard", "job-status", "metrics"):  # metrics: see its own test
             expect(page.locator("#content-main")).to_contain_text(HOSTILE)
         assert page.locator("#content-main script:not([src])").count() == 0
         assert page.locator("#content-main img[src=x]").count() == 0

@@ -8,7 +8,7 @@ by swapping the markup. Every text in it is escaped here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 
 WIDTH, HEIGHT = 800, 236
@@ -19,6 +19,18 @@ SERIES = (("processed", "#2e7d32"), ("failed", "#c62828"))
 def history_svg(days: Sequence[str], processed: Sequence[int], failed: Sequence[int]) -> str:
     """Two lines over ``days`` (oldest first), with a scale, date labels, a legend and a hover
     title per day."""
+    return lines_svg(days, processed, failed, "per day", short=lambda day: day[5:])
+
+
+def lines_svg(
+    days: Sequence[str],
+    processed: Sequence[int],
+    failed: Sequence[int],
+    per: str,
+    short: Callable[[str], str] = lambda point: point,
+) -> str:
+    """Processed and failed over the points ``days`` (oldest first, each labelled ``short``
+    on the axis and in full in its hover title); ``per`` ends the chart's accessible name."""
     count = len(days)
     top = nice_ceiling(max([*processed, *failed, 1]))
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -29,24 +41,14 @@ def history_svg(days: Sequence[str], processed: Sequence[int], failed: Sequence[
     def y(value: int) -> float:
         return TOP + plot_h - plot_h * value / top
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        'class="djqueue-chart" role="img" aria-label="Processed and failed jobs per day">'
-    ]
-    for step in range(5):
-        value = top * step // 4
-        parts.append(
-            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(value):.1f}" y2="{y(value):.1f}" '
-            'stroke="currentColor" stroke-opacity="0.2" stroke-width="1"/>'
-            f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="11" '
-            f'fill="currentColor">{value:,}</text>'
-        )
+    parts = [_open(f"Processed and failed jobs {per}")]
+    parts.extend(_scale(top, y))
     label_every = max(1, count // 6)
     for n, day in enumerate(days):
         if (count - 1 - n) % label_every == 0:
             parts.append(
                 f'<text x="{x(n):.1f}" y="{HEIGHT - 8}" text-anchor="middle" font-size="11" '
-                f'fill="currentColor">{escape(day[5:])}</text>'
+                f'fill="currentColor">{escape(short(day))}</text>'
             )
     for (name, colour), values in zip(SERIES, (processed, failed), strict=True):
         points = " ".join(f"{x(n):.1f},{y(v):.1f}" for n, v in enumerate(values))
@@ -69,6 +71,54 @@ def history_svg(days: Sequence[str], processed: Sequence[int], failed: Sequence[
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def bars_svg(labels: Sequence[str], counts: Sequence[int], what: str) -> str:
+    """One bar per label (a histogram's buckets), with a scale, every label under its bar and
+    a hover title per bar; ``what`` is the chart's accessible name."""
+    count = max(1, len(labels))
+    top = nice_ceiling(max([*counts, 1]))
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    width = plot_w / count
+
+    def y(value: int) -> float:
+        return TOP + plot_h - plot_h * value / top
+
+    parts = [_open(what)]
+    parts.extend(_scale(top, y))
+    label_every = max(1, count // 13)
+    for n, (label, value) in enumerate(zip(labels, counts, strict=True)):
+        left = LEFT + n * width
+        parts.append(
+            f'<rect class="djqueue-bar" x="{left + 1:.1f}" y="{y(value):.1f}" '
+            f'width="{max(1.0, width - 2):.1f}" height="{TOP + plot_h - y(value):.1f}" '
+            f'fill="{SERIES[0][1]}"><title>{escape(label)}: {value:,}</title></rect>'
+        )
+        if n % label_every == 0:
+            parts.append(
+                f'<text x="{left + width / 2:.1f}" y="{HEIGHT - 8}" text-anchor="middle" '
+                f'font-size="10" fill="currentColor">{escape(label)}</text>'
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _open(label: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'class="djqueue-chart" role="img" aria-label="{escape(label)}">'
+    )
+
+
+def _scale(top: int, y: Callable[[int], float]) -> list[str]:
+    """Five horizontal lines from 0 to ``top``, each with its value."""
+    return [
+        f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(value):.1f}" y2="{y(value):.1f}" '
+        'stroke="currentColor" stroke-opacity="0.2" stroke-width="1"/>'
+        f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="11" '
+        f'fill="currentColor">{value:,}</text>'
+        for value in (top * step // 4 for step in range(5))
+    ]
 
 
 def nice_ceiling(value: int) -> int:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
 from ..errors import RedisUnavailable
 from . import assets, forms
 from . import busy as web_busy
+from . import metrics as web_metrics
 from . import periodic as web_periodic
 from . import queues as web_queues
 from .actions import permitted
@@ -164,7 +166,7 @@ def _job(req: WebRequest, kind: str, key: str, queue: str = "") -> Result:
     return Render("job.html", title, context, 200 if found else 404, crumbs)
 
 
-# -- periodic and busy ------------------------------------------------------------------------
+# -- periodic, busy and metrics --------------------------------------------------------------
 
 
 def periodic(req: WebRequest) -> Result:
@@ -205,3 +207,15 @@ def busy(req: WebRequest) -> Result:
     if req.method == "POST":
         return answer(req, req.url("busy"), forms.signal_processes, req.form)
     return Render("busy.html", "Busy", {"busy": web_busy.busy_page(req.settings)})
+
+
+def metrics(req: WebRequest) -> Result:
+    """Per job class over a range; each row links to its retries and dead jobs (the lists'
+    ``?job=`` filter)."""
+    found = web_metrics.metrics_page(req.query, req.settings)
+    filters = [f"?{urlencode({'job': row.name})}" for row in found.rows]
+    links = [
+        (row, req.url("retries") + job, req.url("dead") + job)
+        for row, job in zip(found.rows, filters, strict=True)
+    ]
+    return Render("metrics.html", "Metrics", {"metrics": found, "rows": links})

@@ -58,6 +58,7 @@ TABS = (
     Tab("dead", "Dead", "deadjob", "dead"),
     Tab("periodic", "Periodic", "periodicjob", "periodic"),
     Tab("busy", "Busy", "busy", "busy"),
+    Tab("metrics", "Metrics", "metrics", "metrics"),
 )
 POST = ("GET", "POST")
 BOTH = ("change", "delete")
@@ -79,6 +80,7 @@ ROUTES = (
     Route("periodic", "periodic", "", handlers.periodic, POST, BOTH),
     Route("periodic_entry", "periodic", "<path:name>", handlers.periodic_entry, POST, BOTH),
     Route("busy", "busy", "", handlers.busy, POST, ("change",)),
+    Route("metrics", "metrics", "", handlers.metrics),
 )
 TAB = {tab.name: tab for tab in TABS}
 ROUTE = {route.name: route for route in ROUTES}

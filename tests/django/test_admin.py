@@ -23,7 +23,14 @@ from django.test import Client
 import djqueue
 from djqueue.api import DeadSet, Queue, RetrySet, ScheduledSet
 from tests import jobs_for_worker as jobs
-from tests.page_support import check_local_time, check_traceback_pages, searches, send_welcome
+from tests.page_support import (
+    check_local_time,
+    check_metrics_page,
+    check_traceback_pages,
+    run_for_metrics,
+    searches,
+    send_welcome,
+)
 from tests.test_api_process import heartbeat
 from tests.worker_support import Running, wait_for
 
@@ -142,7 +149,7 @@ def test_dashboard_shows_counters_chart_and_redis(admin_client: Client, r: redis
 
 def test_admin_index_lists_the_pages(admin_client: Client) -> None:
     text = admin_client.get("/admin/").content.decode()
-    for page in ("dashboard", "queue", "scheduledjob", "retryjob", "deadjob", "busy"):
+    for page in ("dashboard", "queue", "scheduledjob", "retryjob", "deadjob", "busy", "metrics"):
         assert f'href="{ADMIN}/{page}/"' in text
 
 
@@ -419,7 +426,7 @@ def test_an_embedded_sidekiq_process_offers_no_quiet_nor_stop(
 PAGES = ["dashboard/", "dashboard/live/", "queue/", "scheduledjob/", "retryjob/", "deadjob/"]
 
 
-@pytest.mark.parametrize("page", [*PAGES, "busy/"])
+@pytest.mark.parametrize("page", [*PAGES, "busy/", "metrics/"])
 def test_anonymous_and_non_staff_are_sent_to_log_in(client: Client, page: str) -> None:
     response = client.get(f"{ADMIN}/{page}")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
@@ -427,7 +434,7 @@ def test_anonymous_and_non_staff_are_sent_to_log_in(client: Client, page: str) -
     assert client.get(f"{ADMIN}/{page}").status_code == 302
 
 
-@pytest.mark.parametrize("page", [*PAGES, "busy/"])
+@pytest.mark.parametrize("page", [*PAGES, "busy/", "metrics/"])
 def test_staff_without_the_view_permission_is_refused(client: Client, page: str) -> None:
     client.force_login(user())
     assert client.get(f"{ADMIN}/{page}").status_code == 403
@@ -625,3 +632,15 @@ def test_names_with_slashes_have_pages(admin_client: Client) -> None:
     assert rows(listing) == [jid]
     (key,) = keys(listing)
     assert jid in admin_client.get(f"{ADMIN}/queue/mail/high/job/{key}/").content.decode()
+
+
+def test_metrics_page_per_class_with_links_range_and_filter(
+    admin_client: Client, worker: Callable[..., Running], r: redis.Redis
+) -> None:
+    run_for_metrics(worker, r)
+    check_metrics_page(
+        lambda query: admin_client.get(f"{ADMIN}/metrics/{query}").content.decode(),
+        f"{ADMIN}/retryjob/",
+        f"{ADMIN}/deadjob/",
+    )
+    assert f'href="{ADMIN}/metrics/"' in admin_client.get("/admin/").content.decode()

@@ -120,7 +120,16 @@ def test_the_index_and_the_tab_bar_list_the_page(admin_client: Client) -> None:
     )
     assert nav is not None
     labels = re.findall(r">([A-Za-z]+)</a>", nav[0])
-    assert labels == ["Dashboard", "Queues", "Scheduled", "Retries", "Dead", "Periodic", "Busy"]
+    assert labels == [
+        "Dashboard",
+        "Queues",
+        "Scheduled",
+        "Retries",
+        "Dead",
+        "Periodic",
+        "Busy",
+        "Metrics",
+    ]
     assert 'class="active"><a href="/admin/djqueue/periodicjob/"' in nav[0]
 
 

@@ -18,13 +18,16 @@ import redis
 import djqueue
 from djqueue.api import DeadSet, Queue, RetrySet, ScheduledSet
 from djqueue.errors import ConfigurationError
+from djqueue.store.metrics import minute_bucket
 from flask_djqueue import DjQueue
 from flask_djqueue.dashboard import dashboard_blueprint
 from tests import jobs_for_worker as jobs
 from tests.page_support import (
     check_local_time,
+    check_metrics_page,
     check_traceback_pages,
     frames,
+    run_for_metrics,
     searches,
     send_welcome,
 )
@@ -378,3 +381,24 @@ def test_mounted_below_a_script_root(app: flask.Flask) -> None:
     assert page.headers["X-Frame-Options"] == "DENY"
     assert 'action="/app/jobs/scheduled?q=flask"' in page.text
     assert 'href="/app/jobs/retries"' in page.text
+
+
+def test_metrics_page_per_class_with_links_range_and_filter(
+    client: Any, access: Access, worker: Callable[..., Running], r: redis.Redis
+) -> None:
+    run_for_metrics(worker, r)
+    check_metrics_page(
+        lambda query: client.get(f"/jobs/metrics{query}").text, "/jobs/retries", "/jobs/dead"
+    )
+    assert 'href="/jobs/metrics"' in client.get("/jobs/").text
+    access.permissions = set()
+    assert client.get("/jobs/metrics").status_code == 403
+
+
+def test_metrics_page_names_a_key_of_the_wrong_type(client: Any, r: redis.Redis) -> None:
+    key = f"j|{minute_bucket(time.time())}"
+    r.set(key, "not a hash")
+    page = client.get("/jobs/metrics")
+    assert page.status_code == 200
+    assert f"{key}" in page.text and "WRONGTYPE" in page.text
+    assert "No job ran in the last 1h." in page.text

@@ -78,6 +78,7 @@ PAGES = (
     models.DeadJob,
     models.PeriodicJob,
     models.Busy,
+    models.Metrics,
 )
 
 

@@ -57,6 +57,11 @@ class Busy(_Page):
         verbose_name = verbose_name_plural = "busy"
 
 
+class Metrics(_Page):
+    class Meta(_Page.Meta):
+        verbose_name = verbose_name_plural = "metrics"
+
+
 class PeriodicJob(_Page):
     class Meta(_Page.Meta):
         verbose_name, verbose_name_plural = "periodic job", "periodic"
