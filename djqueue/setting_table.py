@@ -266,8 +266,9 @@ INTEGRATION: tuple[Setting, ...] = (
     Setting(
         "METRICS_TOKEN",
         lambda value: None if value is None else c.text(empty=False)(value),
-        "the bearer token a Prometheus scrape of the `metrics` endpoint sends "
-        "(`Authorization: Bearer ...`); `None`: only a user allowed to view the dashboard "
+        "the bearer token a Prometheus scrape sends (`Authorization: Bearer ...`; Django: "
+        "`djqueue/metrics`, Flask: the blueprint's `prometheus`); `None`: only a user allowed "
+        "to view the dashboard "
         "reads it ([Deployment](deployment.md#prometheus))",
         frameworks=(DJANGO, FLASK),
     ),

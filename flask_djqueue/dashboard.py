@@ -85,7 +85,8 @@ def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard
         bp.add_url_rule(
             flask_path(route), route.name, pages.view(route), methods=list(route.methods)
         )
-    bp.add_url_rule("/metrics", "metrics", pages.metrics)
+    # Prometheus scrapes ``prometheus`` (``metrics`` is the Metrics page).
+    bp.add_url_rule("/prometheus", "prometheus", pages.metrics)
     return bp
 
 
@@ -125,9 +126,9 @@ class _Pages:
 
     def guard(self) -> Any:
         """Every request: a dashboard that can be served; may view (or the auth's own
-        response); POSTs: the CSRF token. A scrape of ``metrics`` with a bearer token is
+        response); POSTs: the CSRF token. A scrape of ``prometheus`` with a bearer token is
         decided by the token alone."""
-        if request.endpoint == f"{self.bp.name}.metrics":
+        if request.endpoint == f"{self.bp.name}.prometheus":
             scrape = self.scrape_allowed()
             if scrape is not None:
                 return None if scrape else abort(401)

@@ -74,7 +74,7 @@ def test_every_face_agrees_with_job_metrics(ran, client, redis_url):
     django = client.get("/djqueue/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
     assert django.status_code == 200 and django["Content-Type"].startswith("text/plain")
     scrape = flask_app(redis_url).test_client()
-    via_flask = scrape.get("/djqueue/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    via_flask = scrape.get("/djqueue/prometheus", headers={"Authorization": f"Bearer {TOKEN}"})
     assert via_flask.status_code == 200, via_flask.text
     faces = [samples(cli.stdout), samples(django.content.decode()), samples(via_flask.text)]
 
@@ -112,7 +112,7 @@ def test_a_wrong_or_missing_token_is_refused(header, client, settings, redis_url
     settings.DJQUEUE = {**settings.DJQUEUE, "METRICS_TOKEN": TOKEN}
     headers = {"Authorization": header} if header else {}
     assert client.get("/djqueue/metrics", headers=headers).status_code in (401, 403)
-    answer = flask_app(redis_url).test_client().get("/djqueue/metrics", headers=headers)
+    answer = flask_app(redis_url).test_client().get("/djqueue/prometheus", headers=headers)
     assert answer.status_code in (401, 403)
     if header == "Bearer wrong":
         assert answer.status_code == 401
@@ -147,8 +147,8 @@ def test_the_flask_route_follows_the_auth_hook_without_a_token(redis_url):
     DjQueue(app)
     asked: list[str] = []
     app.register_blueprint(dashboard_blueprint(auth=lambda p: asked.append(p) or True))
-    answer = app.test_client().get("/djqueue/metrics")
+    answer = app.test_client().get("/djqueue/prometheus")
     assert answer.status_code == 200 and "djqueue_busy" in answer.text and asked == ["view"]
     # No token set: a bearer token is refused, whatever the auth hook says.
-    wrong = app.test_client().get("/djqueue/metrics", headers={"Authorization": "Bearer x"})
+    wrong = app.test_client().get("/djqueue/prometheus", headers={"Authorization": "Bearer x"})
     assert wrong.status_code == 401
