@@ -273,6 +273,8 @@ IN_LANGUAGE = {
     "fa": ("rtl", "تلاش‌های دوباره", "خطا", "محتوا"),
 }
 
+LIVE_POLL = {"ja": "自動更新", "fa": "به‌روزرسانی زنده"}
+
 
 @pytest.mark.parametrize("language", sorted(IN_LANGUAGE))
 def test_pages_in_japanese_and_persian(
@@ -301,6 +303,8 @@ def test_pages_in_japanese_and_persian(
         expect(page.locator(".djqueue-nav")).to_contain_text(tab)
         if name == "retries":
             expect(page.locator("#result_list thead")).to_contain_text(column)
+            # Written by live.js, from the words the page gives it.
+            expect(page.locator(".djqueue-live-toggle")).to_have_text(LIVE_POLL[language])
         if name == "retry-job":
             expect(page.locator(".djqueue-payload h2")).to_have_text(payload)
         shoot(page, mount, f"{name}-{language}")
