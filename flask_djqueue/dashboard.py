@@ -49,7 +49,7 @@ from markupsafe import Markup
 from werkzeug.wrappers import Response as BaseResponse
 
 from djqueue.config import Settings
-from djqueue.web import forms
+from djqueue.web import forms, i18n
 from djqueue.web.pages import ROUTES, TAB, Route, nav, serve
 from djqueue.web.render import draw
 from djqueue.web.results import File, Json, Mount, NotFound, Redirect, Render, WebRequest
@@ -74,10 +74,18 @@ def flask_path(route: Route) -> str:
     return "/" + "/".join(parts)
 
 
-def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard") -> Blueprint:
-    """A blueprint of the dashboard's pages (default URL prefix ``/djqueue``)."""
+def dashboard_blueprint(
+    auth: Auth | None = None,
+    name: str = "djqueue_dashboard",
+    locale: Callable[[], str | None] | None = None,
+) -> Blueprint:
+    """A blueprint of the dashboard's pages (default URL prefix ``/djqueue``).
+
+    ``locale``, called once per request, names the reader's language ("ja", "zh-hans", "fa";
+    e.g. ``request.accept_languages.best_match([...])``); without it, or when it returns None
+    or a language with no catalog, the pages are in English."""
     bp = Blueprint(name, __name__, template_folder="templates", url_prefix="/djqueue")
-    pages = _Pages(bp, auth)
+    pages = _Pages(bp, auth, locale)
     bp.record_once(pages.check_app)
     bp.before_request(pages.guard)
     bp.after_request(pages.protect)
@@ -93,9 +101,12 @@ def dashboard_blueprint(auth: Auth | None = None, name: str = "djqueue_dashboard
 class _Pages:
     """The views of one blueprint, sharing its ``auth``."""
 
-    def __init__(self, bp: Blueprint, auth: Auth | None) -> None:
+    def __init__(
+        self, bp: Blueprint, auth: Auth | None, locale: Callable[[], str | None] | None
+    ) -> None:
         self.bp = bp
         self.auth = auth
+        self.locale = locale
 
     # -- registration and every request -------------------------------------------------------
 
@@ -201,6 +212,7 @@ class _Pages:
                 settings=self.settings,
                 outbox=_outbox,
                 zone=self.zone,
+                language=(self.locale() if self.locale else None) or "en",
             )
             try:
                 found = serve(route, req, **arguments)
@@ -232,7 +244,9 @@ class _Pages:
             title=found.title,
             body=draw(found, req, csrf),
             crumbs=found.crumbs,
-            djqueue_nav=nav(self.url, found.tab),
+            djqueue_nav=nav(req, found.tab),
+            language=i18n.normalize(req.language),
+            direction=i18n.direction(i18n.normalize(req.language)),
             asset=lambda name: self.url("asset", name=name),
             messages=get_flashed_messages(with_categories=True),
         )

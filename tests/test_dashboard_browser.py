@@ -111,7 +111,11 @@ def _flask_mount(request: pytest.FixtureRequest) -> Iterator[Mount]:
         SECRET_KEY="browser-test", DJQUEUE_REDIS_URL=request.getfixturevalue("redis_url")
     )
     DjQueue(app)
-    app.register_blueprint(dashboard_blueprint(auth=lambda permission: True), url_prefix="/jobs")
+    blueprint = dashboard_blueprint(
+        auth=lambda permission: True,
+        locale=lambda: flask.request.accept_languages.best_match(["en", "ja", "fa", "zh-hans"]),
+    )
+    app.register_blueprint(blueprint, url_prefix="/jobs")
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -136,8 +140,9 @@ def mount(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Mount]:
 
 
 def open_page(browser: Browser, mount: Mount, problems: Problems, **options: Any) -> Page:
+    options = {"locale": "en-US", **options}
     context: BrowserContext = browser.new_context(
-        base_url=mount.base_url, viewport=VIEWPORT, locale="en-US", timezone_id="UTC", **options
+        base_url=mount.base_url, viewport=VIEWPORT, timezone_id="UTC", **options
     )
     context.set_default_timeout(10_000)
     found = context.new_page()
@@ -261,6 +266,51 @@ def test_every_page_light_and_dark(
                 update_docs_screenshot(shot)  # with DJQUEUE_UPDATE_DOCS_SCREENSHOTS=1
         page.context.close()
     running.stop()
+    assert problems.take() == []
+
+
+#: What each language shows: the Retries tab, a list's heading, the job page's payload box.
+IN_LANGUAGE = {
+    "ja": ("ltr", "再試行", "エラー", "ペイロード"),
+    "fa": ("rtl", "تلاش‌های دوباره", "خطا", "محتوا"),
+}
+
+LIVE_POLL = {"ja": "自動更新", "fa": "به‌روزرسانی زنده"}
+
+
+@pytest.mark.parametrize("language", sorted(IN_LANGUAGE))
+def test_pages_in_japanese_and_persian(
+    browser: Browser,
+    mount: Mount,
+    problems: Problems,
+    worker: Callable[..., Running],
+    settings: Any,
+    language: str,
+) -> None:
+    """The browser's language picks the pages' (LocaleMiddleware; the Flask locale hook);
+    Persian is laid out right to left."""
+    settings.LANGUAGES = [("en", "English"), ("ja", "Japanese"), ("fa", "Persian")]
+    fail(worker, 2)
+    direction, tab, column, payload = IN_LANGUAGE[language]
+    retry = next(iter(RetrySet()))
+    pages = {
+        "dashboard": mount.url("index"),
+        "retries": mount.url("retries"),
+        "retry-job": mount.url("retries_job", key=retry.key),
+    }
+    page = open_page(browser, mount, problems, locale=language)
+    for name, url in pages.items():
+        go(page, url)
+        expect(page.locator("html")).to_have_attribute("dir", direction)
+        expect(page.locator(".djqueue-nav")).to_contain_text(tab)
+        if name == "retries":
+            expect(page.locator("#result_list thead")).to_contain_text(column)
+            # Written by live.js, from the words the page gives it.
+            expect(page.locator(".djqueue-live-toggle")).to_have_text(LIVE_POLL[language])
+        if name == "retry-job":
+            expect(page.locator(".djqueue-payload h2")).to_have_text(payload)
+        shoot(page, mount, f"{name}-{language}")
+    page.context.close()
     assert problems.take() == []
 
 

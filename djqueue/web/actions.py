@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from ..api import JobRecord, Queue, RetrySet, SortedEntry, SortedSet
 from ..store.listing import Filter
+from .i18n import gettext_lazy as _
+from .i18n import ngettext
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -26,24 +28,53 @@ QUEUE_DRIFT = 1000
 @dataclass(frozen=True)
 class Action:
     name: str
-    label: str
+    label: str  # marked with gettext_lazy: read in the request's language
     #: ``"change"`` or ``"delete"``: the permission a renderer checks.
     permission: str
-    #: Past tense, for the message: "Retried 3 jobs."
-    done: str
-    #: The question before acting on every job of a list; ``{jobs}`` is "12,345 jobs".
-    question: str
+    #: The message after acting on ``n`` jobs ("Retried 3 jobs."), in the request's language:
+    #: a function so that each language picks its own plural form.
+    done: Callable[[int], str]
+    #: The question before acting on all ``n`` jobs of a list.
+    question: Callable[[int], str]
 
     def confirm(self, total: int) -> str:
-        return self.question.format(jobs=f"{total:,} job{'s' if total != 1 else ''}")
+        return self.question(total)
 
 
-RETRY = Action("retry", "Retry now", "change", "Retried", "Retry all {jobs} now?")
-RUN_NOW = Action(
-    "add_to_queue", "Run now", "change", "Added to their queues", "Run all {jobs} now?"
+def _n(n: int) -> dict[str, str]:
+    return {"n": f"{n:,}"}
+
+
+RETRY = Action(
+    "retry",
+    _("Retry now"),
+    "change",
+    lambda n: ngettext("Retried %(n)s job.", "Retried %(n)s jobs.", n) % _n(n),
+    lambda n: ngettext("Retry %(n)s job now?", "Retry all %(n)s jobs now?", n) % _n(n),
 )
-KILL = Action("kill", "Kill", "change", "Killed", "Kill all {jobs}?")
-DELETE = Action("delete", "Delete", "delete", "Deleted", "Delete all {jobs}?")
+RUN_NOW = Action(
+    "add_to_queue",
+    _("Run now"),
+    "change",
+    lambda n: (
+        ngettext("Added %(n)s job to its queue.", "Added %(n)s jobs to their queues.", n) % _n(n)
+    ),
+    lambda n: ngettext("Run %(n)s job now?", "Run all %(n)s jobs now?", n) % _n(n),
+)
+KILL = Action(
+    "kill",
+    _("Kill"),
+    "change",
+    lambda n: ngettext("Killed %(n)s job.", "Killed %(n)s jobs.", n) % _n(n),
+    lambda n: ngettext("Kill %(n)s job?", "Kill all %(n)s jobs?", n) % _n(n),
+)
+DELETE = Action(
+    "delete",
+    _("Delete"),
+    "delete",
+    lambda n: ngettext("Deleted %(n)s job.", "Deleted %(n)s jobs.", n) % _n(n),
+    lambda n: ngettext("Delete %(n)s job?", "Delete all %(n)s jobs?", n) % _n(n),
+)
 
 ACTIONS: dict[str, tuple[Action, ...]] = {
     "queue": (DELETE,),
@@ -86,16 +117,21 @@ class ActionResult:
 
     @property
     def message(self) -> str:
-        text = f"{self.action.done} {self.done:,} job{'s' if self.done != 1 else ''}."
+        text = self.action.done(self.done)
         if self.gone:
-            were = "was" if self.gone == 1 else "were"
-            text += (
-                f" {self.gone:,} of the {self.asked:,} selected {were} no longer there: "
-                "run, moved or deleted since the page was shown."
-            )
+            text += " " + ngettext(
+                "%(gone)s of the %(asked)s selected was no longer there: "
+                "run, moved or deleted since the page was shown.",
+                "%(gone)s of the %(asked)s selected were no longer there: "
+                "run, moved or deleted since the page was shown.",
+                self.gone,
+            ) % {"gone": f"{self.gone:,}", "asked": f"{self.asked or 0:,}"}
         if self.not_jobs:
-            text += f" {self.not_jobs:,} selected entr{'y is' if self.not_jobs == 1 else 'ies are'}"
-            text += " not a job and stayed (delete it instead)."
+            text += " " + ngettext(
+                "%(n)s selected entry is not a job and stayed (delete it instead).",
+                "%(n)s selected entries are not a job and stayed (delete them instead).",
+                self.not_jobs,
+            ) % _n(self.not_jobs)
         return text
 
 

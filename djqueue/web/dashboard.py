@@ -20,6 +20,7 @@ from ..config import Settings
 from ..outbox import OutboxStats
 from . import display
 from .chart import history_svg
+from .i18n import gettext_lazy as _
 from .problems import problem
 
 #: Days of history the chart shows.
@@ -77,19 +78,19 @@ def dashboard(
 ) -> Dashboard:
     stats = Stats(settings=settings)
     figures = [
-        Figure("processed", "Processed", stats.processed),
-        Figure("failed", "Failed", stats.failed),
-        Figure("busy", "Busy", stats.busy, "busy"),
-        Figure("enqueued", "Enqueued", stats.enqueued, "queues"),
-        Figure("scheduled", "Scheduled", stats.scheduled_size, "scheduled"),
-        Figure("retries", "Retries", stats.retry_size, "retries"),
-        Figure("dead", "Dead", stats.dead_size, "dead"),
-        Figure("processes", "Processes", stats.processes_size, "busy"),
+        Figure("processed", _("Processed"), stats.processed),
+        Figure("failed", _("Failed"), stats.failed),
+        Figure("busy", _("Busy"), stats.busy, "busy"),
+        Figure("enqueued", _("Enqueued"), stats.enqueued, "queues"),
+        Figure("scheduled", _("Scheduled"), stats.scheduled_size, "scheduled"),
+        Figure("retries", _("Retries"), stats.retry_size, "retries"),
+        Figure("dead", _("Dead"), stats.dead_size, "dead"),
+        Figure("processes", _("Processes"), stats.processes_size, "busy"),
     ]
     if outbox is not None:
-        figures.append(Figure("outbox", "Outbox", outbox.size))
+        figures.append(Figure("outbox", _("Outbox"), outbox.size))
         age = round(outbox.oldest_age) if outbox.oldest_age is not None else 0
-        figures.append(Figure("outbox_age", "Oldest outbox row (s)", age))
+        figures.append(Figure("outbox_age", _("Oldest outbox row (s)"), age))
     history = stats.history(days)
     dates = list(reversed(history.dates))
     processed = [history.processed[d] for d in dates]

@@ -21,6 +21,7 @@ from . import queues as web_queues
 from .actions import permitted
 from .dashboard import POLL_CHOICES, poll_interval
 from .dashboard import dashboard as read_dashboard
+from .i18n import gettext
 from .job import job_page
 from .lifecycle import status_page
 from .lists import job_list as read_list
@@ -56,7 +57,7 @@ def index(req: WebRequest) -> Result:
         "poll": poll_interval(req.query.get("poll")),
         "poll_choices": POLL_CHOICES,
     }
-    return Render("dashboard.html", "Dashboard", context)
+    return Render("dashboard.html", gettext("Dashboard"), context)
 
 
 def live(req: WebRequest) -> Result:
@@ -74,9 +75,11 @@ def asset(req: WebRequest, name: str) -> Result:
 def job_status(req: WebRequest) -> Result:
     """The answer to the dashboard's 'find job by jid' box: the job's lifecycle."""
     found = status_page(str(req.query.get("jid", "")), req.settings)
-    title = f"Job {found.jid}" if found.jid else "Find job by jid"
+    title = gettext("Job %(jid)s") % {"jid": found.jid} if found.jid else gettext("Find job by jid")
     status = 200 if found.fields or not found.jid else 404
-    return Render("status.html", title, {"found": found}, status, [("Dashboard", req.url("index"))])
+    return Render(
+        "status.html", title, {"found": found}, status, [(gettext("Dashboard"), req.url("index"))]
+    )
 
 
 # -- queues and lists -------------------------------------------------------------------------
@@ -87,7 +90,7 @@ def queues(req: WebRequest) -> Result:
         return answer(req, req.url("queues"), forms.clear_queue, req.form)
     rows = web_queues.queues_page(req.settings)
     links = [(row, req.url("queue", queue=row.name)) for row in rows]
-    return Render("queues.html", "Queues", {"rows": links})
+    return Render("queues.html", gettext("Queues"), {"rows": links})
 
 
 def queue(req: WebRequest, queue: str) -> Result:
@@ -160,9 +163,9 @@ def _job(req: WebRequest, kind: str, key: str, queue: str = "") -> Result:
         "list_url": back,
         "allowed_actions": permitted(found.actions, req.allowed) if found else [],
     }
-    crumbs = [("Queues", req.url("queues"))] if kind == "queue" else []
-    crumbs.append((found.list_title if found else "List", back))
-    title = found.job_name if found else "Job not found"
+    crumbs = [(gettext("Queues"), req.url("queues"))] if kind == "queue" else []
+    crumbs.append((found.list_title if found else gettext("List"), back))
+    title = found.job_name if found else gettext("Job not found")
     return Render("job.html", title, context, 200 if found else 404, crumbs)
 
 
@@ -182,7 +185,7 @@ def periodic(req: WebRequest) -> Result:
         "allowed_actions": permitted(found.actions, req.allowed),
         "list_url": here,
     }
-    return Render("periodic_list.html", "Periodic", context)
+    return Render("periodic_list.html", gettext("Periodic"), context)
 
 
 def periodic_entry(req: WebRequest, name: str) -> Result:
@@ -199,14 +202,16 @@ def periodic_entry(req: WebRequest, name: str) -> Result:
         "list_url": list_url,
         "allowed_actions": permitted(found.actions, req.allowed) if found else [],
     }
-    title = name if found else "Periodic job not found"
-    return Render("periodic.html", title, context, 200 if found else 404, [("Periodic", list_url)])
+    title = name if found else gettext("Periodic job not found")
+    return Render(
+        "periodic.html", title, context, 200 if found else 404, [(gettext("Periodic"), list_url)]
+    )
 
 
 def busy(req: WebRequest) -> Result:
     if req.method == "POST":
         return answer(req, req.url("busy"), forms.signal_processes, req.form)
-    return Render("busy.html", "Busy", {"busy": web_busy.busy_page(req.settings)})
+    return Render("busy.html", gettext("Busy"), {"busy": web_busy.busy_page(req.settings)})
 
 
 def metrics(req: WebRequest) -> Result:
@@ -218,4 +223,4 @@ def metrics(req: WebRequest) -> Result:
         (row, req.url("retries") + job, req.url("dead") + job)
         for row, job in zip(found.rows, filters, strict=True)
     ]
-    return Render("metrics.html", "Metrics", {"metrics": found, "rows": links})
+    return Render("metrics.html", gettext("Metrics"), {"metrics": found, "rows": links})

@@ -15,7 +15,8 @@ from ..config import Settings
 from . import display
 from .actions import Action, actions_for, queue_records
 from .frames import Frame, frames
-from .lists import TITLES, WHEN, source
+from .i18n import gettext_lazy as _
+from .lists import WHEN, list_title, source
 
 
 @dataclass
@@ -55,37 +56,37 @@ def job_page(
         return None
     show_args = where.settings.web_show_args
     rows: list[Field] = [
-        Field("Job", record.display_name or "(none)"),
-        Field("JID", record.jid or ""),
-        Field("Queue", record.queue or ""),
-        Field("Arguments", display.args_text(record.display_args, show_args, limit=None)),
+        Field(_("Job"), record.display_name or "(none)"),
+        Field(_("JID"), record.jid or ""),
+        Field(_("Queue"), record.queue or ""),
+        Field(_("Arguments"), display.args_text(record.display_args, show_args, limit=None)),
     ]
     if record.display_name != record.job_name and record.job_name:
-        rows.insert(1, Field("Class", record.job_name))
+        rows.insert(1, Field(_("Class"), record.job_name))
     if isinstance(record, SortedEntry):
         rows.append(_time(WHEN[kind], record.at))
     for label, value in (
-        ("Created", record.created_at),
-        ("Enqueued", record.enqueued_at),
-        ("Failed", record.failed_at),
-        ("Retried", record.retried_at),
+        (_("Created"), record.created_at),
+        (_("Enqueued"), record.enqueued_at),
+        (_("Failed"), record.failed_at),
+        (_("Retried"), record.retried_at),
     ):
         if value is not None:
             rows.append(_time(label, value))
     if record.retry_count is not None:
-        rows.append(Field("Retry count", str(record.retry_count)))
+        rows.append(Field(_("Retry count"), str(record.retry_count)))
     retry = record.item.get("retry")  # SortedEntry.retry is the action
     if retry is not None:
-        rows.append(Field("Retry", json.dumps(retry)))
+        rows.append(Field(_("Retry"), json.dumps(retry)))
     if record.tags:
-        rows.append(Field("Tags", ", ".join(record.tags)))
+        rows.append(Field(_("Tags"), ",, ".join(record.tags)))
     error = f"{record.error_class}: {record.error_message or ''}" if record.has_error else ""
     problem = record.parse_error or ("not a job" if record.is_malformed else "")
     payload = display.payload_text(record.item, show_args) if record.item else record.value
     return JobPage(
         kind=kind,
         key=key,
-        list_title=f"Queue {queue}" if kind == "queue" else TITLES[kind],
+        list_title=list_title(kind, queue),
         queue_name=queue,
         jid=record.jid or "",
         job_name=record.display_name or "(none)",

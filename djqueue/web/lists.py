@@ -18,6 +18,8 @@ from ..config import Settings
 from ..store.listing import Filter
 from . import display
 from .actions import Action, actions_for
+from .i18n import gettext
+from .i18n import gettext_lazy as _
 from .paging import Paging
 from .query import ListQuery
 
@@ -27,13 +29,28 @@ SETS: dict[str, type[SortedSet]] = {
     "retries": RetrySet,
     "dead": DeadSet,
 }
-TITLES = {"scheduled": "Scheduled", "retries": "Retries", "dead": "Dead", "queue": "Queue"}
+TITLES = {
+    "scheduled": _("Scheduled"),
+    "retries": _("Retries"),
+    "dead": _("Dead"),
+    "queue": _("Queue"),
+}
 #: The heading of the time column: what the score (or ``enqueued_at``) means on each list.
-WHEN = {"scheduled": "Run at", "retries": "Next retry", "dead": "Died", "queue": "Enqueued"}
+WHEN = {
+    "scheduled": _("Run at"),
+    "retries": _("Next retry"),
+    "dead": _("Died"),
+    "queue": _("Enqueued"),
+}
 #: Filter choices listed in the sidebar; the rest are reached by clicking a job's name.
 MAX_CHOICES = 30
 #: Characters of an error shown in a list row.
 ERROR_IN_LIST = 140
+
+
+def list_title(kind: str, queue: str) -> str:
+    """A list's title ("Queue mailers", "Retries"), in the request's language."""
+    return gettext("Queue %(name)s") % {"name": queue} if kind == "queue" else str(TITLES[kind])
 
 
 @dataclass
@@ -100,11 +117,11 @@ class JobList:
     def search_help(self) -> str:
         """What the search box finds (`djqueue.store.listing.Filter`), under the box."""
         if self.show_args:
-            return (
+            return gettext(
                 "A jid, a job name, or text in the arguments or the error, in any case "
                 "(a jid as written)."
             )
-        return (
+        return gettext(
             "A jid, a job name, or text in the error, in any case (a jid as written; "
             "arguments are hidden on this site)."
         )
@@ -143,7 +160,7 @@ def job_list(
     links = [(n, params.url(page=n) if n else "") for n in paging.links()]
     return JobList(
         kind=kind,
-        title=f"Queue {queue}" if kind == "queue" else TITLES[kind],
+        title=list_title(kind, queue),
         when_label=WHEN[kind],
         query=params,
         paging=paging,
@@ -206,7 +223,7 @@ def _choices(name: str, params: ListQuery, counts: Counter[str], known: list[str
     labels = labels[:MAX_CHOICES]
     if current and current not in labels:
         labels.append(current)
-    found = [Choice("All", None, not current, params.url(**{name: ""}))]
+    found = [Choice(gettext("All"), None, not current, params.url(**{name: ""}))]
     for label in labels:
         count = counts.get(label, 0) if params.facets else None
         link = params.url(**{name: label})

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BadKey, RedisUnavailable
-from . import display, handlers
+from . import display, handlers, i18n
+from .i18n import gettext_lazy as _
 from .problems import bad_key_page, unavailable_page
 from .results import Render, Result, WebRequest
 
@@ -28,7 +29,7 @@ from .results import Render, Result, WebRequest
 @dataclass(frozen=True)
 class Tab:
     name: str
-    label: str
+    label: str  # marked with gettext_lazy: shown in the request's language
     #: The Django admin's model of the tab (`djqueue.contrib.django.models`).
     model: str
     #: The tab's first URL segment in the Flask blueprint ("" for the dashboard).
@@ -51,14 +52,14 @@ class Route:
 
 #: The tab bar, in order.
 TABS = (
-    Tab("index", "Dashboard", "dashboard", ""),
-    Tab("queues", "Queues", "queue", "queues"),
-    Tab("scheduled", "Scheduled", "scheduledjob", "scheduled"),
-    Tab("retries", "Retries", "retryjob", "retries"),
-    Tab("dead", "Dead", "deadjob", "dead"),
-    Tab("periodic", "Periodic", "periodicjob", "periodic"),
-    Tab("busy", "Busy", "busy", "busy"),
-    Tab("metrics", "Metrics", "metrics", "metrics"),
+    Tab("index", _("Dashboard"), "dashboard", ""),
+    Tab("queues", _("Queues"), "queue", "queues"),
+    Tab("scheduled", _("Scheduled"), "scheduledjob", "scheduled"),
+    Tab("retries", _("Retries"), "retryjob", "retries"),
+    Tab("dead", _("Dead"), "deadjob", "dead"),
+    Tab("periodic", _("Periodic"), "periodicjob", "periodic"),
+    Tab("busy", _("Busy"), "busy", "busy"),
+    Tab("metrics", _("Metrics"), "metrics", "metrics"),
 )
 POST = ("GET", "POST")
 BOTH = ("change", "delete")
@@ -91,7 +92,7 @@ def serve(route: Route, req: WebRequest, **arguments: Any) -> Result:
     wrong type gives the problem page (503 naming the URL, or the key and its type).
     `forms.Refused` goes up (403)."""
     try:
-        with display.in_zone(req.zone):
+        with display.in_zone(req.zone), i18n.active(req.language):
             found = route.handler(req, **arguments)
     except RedisUnavailable as exc:
         found = handlers.problem(unavailable_page(exc, req.mount.redis_setting))
@@ -102,6 +103,7 @@ def serve(route: Route, req: WebRequest, **arguments: Any) -> Result:
     return found
 
 
-def nav(url: Callable[..., str], current: str) -> list[tuple[str, str, bool]]:
-    """The tab bar: label, URL, whether it is the current page's tab."""
-    return [(tab.label, url(tab.name), tab.name == current) for tab in TABS]
+def nav(req: WebRequest, current: str) -> list[tuple[str, str, bool]]:
+    """The tab bar, in the request's language: label, URL, whether it is the current tab."""
+    with i18n.active(req.language):
+        return [(str(tab.label), req.url(tab.name), tab.name == current) for tab in TABS]

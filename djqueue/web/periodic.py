@@ -28,13 +28,27 @@ from ..store.periodic import BadPeriodicSet
 from . import display
 from .actions import Action
 from .forms import Allowed, Form, Outcome, Refused
+from .i18n import gettext_lazy as _
 from .job import Field, time_field
 from .problems import ProblemPage, advice, problem
 
-ENABLE = Action("enable", "Enable", "change", "Enabled", "")
-DISABLE = Action("disable", "Disable", "change", "Disabled", "")
-RUN_NOW = Action("run_now", "Run now", "change", "Pushed", "")
-DELETE = Action("delete", "Delete", "delete", "Deleted", "")
+
+def _unused(n: int) -> str:
+    """Entries are named in the messages, not counted (see `_done`)."""
+    return ""
+
+
+ENABLE = Action("enable", _("Enable"), "change", _unused, _unused)
+DISABLE = Action("disable", _("Disable"), "change", _unused, _unused)
+RUN_NOW = Action("run_now", _("Run now"), "change", _unused, _unused)
+DELETE = Action("delete", _("Delete"), "delete", _unused, _unused)
+#: The message after an action: with the names of the entries, and when none was changed.
+DONE = {
+    ENABLE.name: (_("Enabled %(names)s."), _("Enabled no periodic job.")),
+    DISABLE.name: (_("Disabled %(names)s."), _("Disabled no periodic job.")),
+    RUN_NOW.name: (_("Pushed %(names)s now."), _("Pushed no periodic job.")),
+    DELETE.name: (_("Deleted %(names)s."), _("Deleted no periodic job.")),
+}
 ACTIONS = (ENABLE, DISABLE, RUN_NOW, DELETE)
 #: Ticks shown on an entry's page.
 UPCOMING = 5
@@ -388,12 +402,13 @@ def _apply(action: Action, entries: Sequence[PeriodicJob]) -> list[tuple[str, st
 
 
 def _done(action: Action, done: list[tuple[str, str]]) -> str:
+    some, none = DONE[action.name]
     if not done:
-        return f"{action.done} no periodic job."
+        return str(none)
     if action is RUN_NOW:
         pushed = ", ".join(f"{n} (jid {jid})" for n, jid in done)
-        return f"Pushed {pushed} now."
-    text = f"{action.done} {', '.join(n for n, _ in done)}."
+        return str(some) % {"names": pushed}
+    text = str(some) % {"names": ", ".join(n for n, _mark in done)}
     if action is DELETE:
         back = [n for n, mark in done if mark]
         if back:

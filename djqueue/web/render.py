@@ -21,6 +21,7 @@ from typing import Any
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, PrefixLoader
 from markupsafe import Markup
 
+from . import i18n
 from .results import Render, WebRequest
 
 #: The directories searched before the package's templates, first first.
@@ -52,7 +53,14 @@ def environment() -> Environment:
             PrefixLoader({"djqueue": package}),
         ]
     )
-    return Environment(loader=loader, autoescape=True, trim_blocks=False)
+    env = Environment(
+        loader=loader, autoescape=True, trim_blocks=False, extensions=["jinja2.ext.i18n"]
+    )
+    # Bound to the language `i18n.active` sets for the request, so one cached environment
+    # serves every language; newstyle: ``_("%(n)s jobs", n=n)`` formats and escapes.
+    env.install_gettext_callables(i18n.gettext, i18n.ngettext, newstyle=True)  # type: ignore[attr-defined]
+    env.policies["ext.i18n.trimmed"] = True
+    return env
 
 
 def render_body(template: str, context: Mapping[str, Any]) -> Markup:
@@ -62,7 +70,8 @@ def render_body(template: str, context: Mapping[str, Any]) -> Markup:
 
 def draw(result: Render, req: WebRequest, csrf: Markup) -> Markup:
     """``result``'s body with what every body may use: ``url(route, ...)``, ``asset(name)``,
-    ``may(permission)``, ``csrf`` (the mount's hidden token field), ``mount``, ``title``."""
+    ``may(permission)``, ``csrf`` (the mount's hidden token field), ``mount``, ``title``;
+    in the request's language (``{% trans %}``, ``_()``, ``ngettext()``)."""
     context = {
         **result.context,
         "title": result.title,
@@ -72,4 +81,5 @@ def draw(result: Render, req: WebRequest, csrf: Markup) -> Markup:
         "csrf": csrf,
         "mount": req.mount,
     }
-    return render_body(result.template, context)
+    with i18n.active(req.language):
+        return render_body(result.template, context)

@@ -56,6 +56,9 @@ class WebRequest:
     #: The zone the page's times read in (Django's current time zone, Flask's
     #: ``DJQUEUE_TIME_ZONE``); `pages.serve` sets it around the handler.
     zone: dt.tzinfo = dt.UTC
+    #: The reader's language (Django's ``get_language()``, Flask's ``locale`` hook): a code
+    #: `djqueue.web.i18n.normalize` maps to a catalog, English when none fits.
+    language: str = "en"
 
 
 @dataclass

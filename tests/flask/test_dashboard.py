@@ -194,7 +194,7 @@ def test_actions(client: Any, failed: Callable[[int], list[str]]) -> None:
     ask = client.post(
         "/jobs/dead", data={"csrf_token": csrf, "action": "retry", "select_across": "1"}
     )
-    assert "Retry all 1 job now?" in ask.text and DeadSet().size == 1
+    assert "Retry 1 job now?" in ask.text and DeadSet().size == 1
     client.post(
         "/jobs/dead",
         data={"csrf_token": csrf, "action": "retry", "select_across": "1", "confirm": "yes"},

@@ -20,7 +20,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.middleware.csrf import get_token
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.safestring import mark_safe
 from markupsafe import Markup, escape
 
@@ -94,6 +94,8 @@ def view(page: PageAdmin, route: Route) -> Callable[..., HttpResponse]:
             outbox=_outbox,
             # TIME_ZONE, or the zone a middleware activated for this request.
             zone=timezone.get_current_timezone(),
+            # LANGUAGE_CODE, or the language LocaleMiddleware activated for this request.
+            language=translation.get_language() or "en",
         )
         try:
             found = serve(route, req, **arguments)
@@ -137,7 +139,7 @@ def frame(page: PageAdmin, request: HttpRequest, req: WebRequest, found: Render)
         # Drawn by Jinja with autoescaping on: every value in it is escaped already.
         "body": mark_safe(draw(found, req, csrf)),  # noqa: S308
         "crumbs": found.crumbs,
-        "djqueue_nav": nav(req.url, found.tab),
+        "djqueue_nav": nav(req, found.tab),
         "djqueue_asset": req.url("asset", name="djqueue.css"),
         "change_list": found.template.endswith("_list.html"),
         "django_6": DJANGO_6,

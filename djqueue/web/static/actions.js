@@ -25,9 +25,11 @@
     if (p.toggle) p.toggle.checked = all;
     if (p.across.value === "1" && !all) p.across.value = "0";
     if (p.selectAll) p.selectAll.hidden = !all || p.across.value === "1";
+    // The words come from the page, in its language (data-all, data-some).
     p.counter.textContent = p.across.value === "1" && p.selectAll
-      ? "All " + p.selectAll.dataset.total + " selected"
-      : checked + " of " + p.boxes.length + " selected";
+      ? (p.counter.dataset.all || "All {total} selected").replace("{total}", p.selectAll.dataset.total)
+      : (p.counter.dataset.some || "{checked} of {total} selected")
+        .replace("{checked}", checked).replace("{total}", p.boxes.length);
     p.boxes.forEach(function (box) { box.closest("tr").classList.toggle("selected", box.checked); });
   }
 

@@ -34,10 +34,10 @@
         const value = data.redis[cell.dataset.redis];
         if (value !== undefined) cell.textContent = value;
       });
-      updated.textContent = "updated " + new Date().toLocaleTimeString();
+      updated.textContent = (updated.dataset.updated || "updated {time}").replace("{time}", new Date().toLocaleTimeString());
       root.classList.remove("djqueue-stale");
     } catch (error) {
-      updated.textContent = "could not refresh: " + error.message;
+      updated.textContent = (updated.dataset.failed || "could not refresh: {error}").replace("{error}", error.message);
       root.classList.add("djqueue-stale");
     }
     setTimeout(refresh, seconds * 1000);

@@ -21,8 +21,12 @@
   function show() {
     const on = live();
     toggle.setAttribute("aria-pressed", on ? "true" : "false");
-    toggle.textContent = on ? "Pause" : "Live poll";
-    toggle.title = on ? "Stop refreshing this list" : "Refresh this list every " + seconds + " s";
+    // The words come from the page, in its language (data-on, data-off...).
+    const words = toggle.dataset;
+    toggle.textContent = on ? words.on || "Pause" : words.off || "Live poll";
+    toggle.title = on
+      ? words.onTitle || "Stop refreshing this list"
+      : (words.offTitle || "Refresh this list every {seconds} s").replace("{seconds}", seconds);
   }
 
   // A row is known by its job (a queue's row keys hold the job's index, which a push moves),
@@ -74,10 +78,10 @@
       }));
       restore(was);
       window.scrollTo(x, y);
-      updated.textContent = "updated " + new Date().toLocaleTimeString();
+      updated.textContent = (updated.dataset.updated || "updated {time}").replace("{time}", new Date().toLocaleTimeString());
       region.classList.remove("djqueue-stale");
     } catch (error) {
-      updated.textContent = "could not refresh: " + error.message;
+      updated.textContent = (updated.dataset.failed || "could not refresh: {error}").replace("{error}", error.message);
       region.classList.add("djqueue-stale");
     }
     if (live()) timer = setTimeout(refresh, seconds * 1000);

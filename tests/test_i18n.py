@@ -1,0 +1,112 @@
+"""The dashboard in other languages: the committed catalogs hold exactly the marked strings,
+the .mo files are those catalogs compiled, and a page of the Flask mount reads in Japanese and
+in Persian (right to left) when its ``locale`` hook says so. (The Django mount's side is in
+tests/django/test_admin_i18n.py.)"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import flask
+import pytest
+
+import djqueue
+from djqueue.web import i18n, i18n_tools
+from djqueue.web.actions import KILL, RUN_NOW
+from flask_djqueue import DjQueue
+from flask_djqueue.dashboard import dashboard_blueprint
+
+LANGUAGES = ["fa", "ja", "zh_Hans"]
+FIX = "run `python -m djqueue.web.i18n extract`, translate the new entries, then `... compile`"
+
+
+def test_every_language_has_a_catalog() -> None:
+    assert i18n.available() == LANGUAGES
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_catalog_holds_every_marked_string_translated(language: str) -> None:
+    marked = {m.id for m in i18n_tools.template() if m.id}
+    catalog = i18n_tools.read(language)
+    held = {m.id for m in catalog if m.id}
+    assert not marked - held, f"{language}: strings missing from the catalog: {FIX}"
+    assert not held - marked, f"{language}: stale strings in the catalog: {FIX}"
+    untranslated = [m.id for m in catalog if m.id and not i18n_tools._translated(m.string)]
+    assert not untranslated, f"{language}: untranslated: {untranslated}: {FIX}"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_mo_file_is_the_po_compiled(language: str) -> None:
+    committed = i18n_tools.po_path(language).with_suffix(".mo").read_bytes()
+    assert committed == i18n_tools.mo_bytes(language), (
+        f"{language}: the .mo is not the .po compiled: run `python -m djqueue.web.i18n compile`"
+    )
+
+
+def test_language_codes_find_their_catalog() -> None:
+    assert [i18n.normalize(c) for c in ("zh-hans", "zh-CN", "ja-JP", "fa", "de", "", None)] == [
+        "zh_Hans",
+        "zh_Hans",
+        "ja",
+        "fa",
+        "en",
+        "en",
+        "en",
+    ]
+
+
+def test_plural_messages_read_right_for_one_and_two() -> None:
+    with i18n.active("en"):
+        assert [RUN_NOW.done(1), RUN_NOW.done(2)] == [
+            "Added 1 job to its queue.",
+            "Added 2 jobs to their queues.",
+        ]
+    with i18n.active("fa"):
+        assert [KILL.done(1), KILL.done(2)] == ["1 کار کشته شد.", "2 کار کشته شدند."]
+    with i18n.active("ja"):
+        assert KILL.done(2) == "2 件のジョブを強制終了しました。"
+
+
+LOCALE: dict[str, str | None] = {"code": None}
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[Any]:
+    app = flask.Flask("i18n_test")
+    app.config.update(SECRET_KEY="test", DJQUEUE_REDIS_URL=redis_url)
+    DjQueue(app)
+    app.register_blueprint(
+        dashboard_blueprint(auth=lambda permission: True, locale=lambda: LOCALE["code"]),
+        url_prefix="/jobs",
+    )
+    yield app.test_client()
+    LOCALE["code"] = None
+
+
+@djqueue.job
+def i18n_ok(n: int) -> None:
+    pass
+
+
+def page(client: Any, url: str, code: str | None) -> str:
+    LOCALE["code"] = code
+    found = client.get(url)
+    assert found.status_code == 200, found.text
+    return str(found.text)
+
+
+def test_flask_pages_follow_the_locale_hook(client: Any) -> None:
+    i18n_ok.perform_async(1)
+    english = page(client, "/jobs/queues/default", None)
+    assert '<html lang="en" dir="ltr">' in english and ">1 job<" in english
+    i18n_ok.perform_async(2)
+    assert "1–2 of 2 jobs" in page(client, "/jobs/queues/default", "en")
+    ja = page(client, "/jobs/queues/default", "ja-JP")
+    assert '<html lang="ja" dir="ltr">' in ja
+    assert "2 件中 1–2 件" in ja and ">キュー</a>" in ja and ">キューを空にする<" in ja
+    fa = page(client, "/jobs/", "fa")
+    assert '<html lang="fa" dir="rtl">' in fa
+    assert ">داشبورد</a>" in fa and "تأخیر صف پیش‌فرض:" in fa
+    zh = page(client, "/jobs/busy", "zh-hans")
+    assert '<html lang="zh-Hans" dir="ltr">' in zh and "没有正在运行的工作进程" in zh
