@@ -171,10 +171,11 @@ def test_finished_async_jobs_are_acknowledged_at_once_so_a_kill_9_reruns_none(re
     try:
         jobs.asleep.perform_bulk([["slept", 0.01 * (n % 5)] for n in range(40)])
         wait_for(lambda: r.llen("slept") == 40, what="every job")
-        wait_for(lambda: not r.keys("working:*"), what="the acknowledgements", timeout=4)
-        # What the sweep after a kill -9 of this process does: nothing is left to run again.
         lists = running.launcher.fetcher.lists
         keys = lists.keys
+        working = keys.working(running.identity, "default")
+        wait_for(lambda: r.llen(working) == 0, what="the acknowledgements", timeout=4)
+        # What the sweep after a kill -9 of this process does: nothing is left to run again.
         assert requeue_process(r, keys, running.identity, lists.names, crashed=True) == 0
         assert r.llen("queue:default") == 0
     finally:

@@ -25,52 +25,91 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def worker(redis_url: str, tmp_path: Path) -> Iterator[Path]:
-    """A runworker process; yields the path of its stderr log, stopped with TERM after."""
-    yield from runworker(redis_url, tmp_path / "worker.log")
+class Runworker:
+    """``manage.py runworker`` subprocesses for one test. Each runs in a session of its own and
+    is ended with its children (a reloader's worker, a swarm's) when the test ends, passed or
+    failed: a worker left behind would take the jobs of the tests after it."""
 
+    def __init__(self, redis_url: str) -> None:
+        self.redis_url = redis_url
+        self.processes: list[subprocess.Popen] = []
 
-def runworker(redis_url: str, log: Path, *args: str, **extra_env: str) -> Iterator[Path]:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.django.settings",
-        "DJQUEUE_REDIS_URL": redis_url,
-        "DJQUEUE_TEST_DATABASE_NAME": str(connection.settings_dict["NAME"]),
-        "PYTHONPATH": str(ROOT),
-        **extra_env,
-    }
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "django",
-                "runworker",
-                "-c",
-                "2",
-                "-q",
-                "default",
-                "-q",
-                "tasks",
-                *args,
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        yield log
-    finally:
+    def start(self, log: Path, *args: str, **extra_env: str) -> subprocess.Popen:
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.django.settings",
+            "DJQUEUE_REDIS_URL": self.redis_url,
+            "DJQUEUE_TEST_DATABASE_NAME": str(connection.settings_dict["NAME"]),
+            "PYTHONPATH": str(ROOT),
+            **extra_env,
+        }
+        command = [sys.executable, "-m", "django", "runworker", "-c", "2"]
+        command += ["-q", "default", "-q", "tasks", *args]
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.processes.append(process)
+        return process
+
+    def stop(self, process: subprocess.Popen, log: Path) -> None:
+        """TERM, as a deploy sends it; the process must exit 0 within 30 s."""
         process.send_signal(signal.SIGTERM)
-        try:
-            code = process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        code = process.wait(30)
+        assert code == 0, log.read_text()
+
+    def end_all(self) -> None:
+        for process in self.processes:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             process.wait()
-            raise
-    assert code == 0, log.read_text()
+
+
+@pytest.fixture
+def runworker(redis_url: str) -> Iterator[Runworker]:
+    workers = Runworker(redis_url)
+    yield workers
+    workers.end_all()
+
+
+@pytest.fixture
+def worker(runworker: Runworker, tmp_path: Path) -> Iterator[Path]:
+    """A runworker process; yields the path of its log, stopped with TERM after."""
+    log = tmp_path / "worker.log"
+    process = runworker.start(log)
+    yield log
+    runworker.stop(process, log)
+
+
+def edit(path: Path, text: str, log: Path) -> None:
+    """Writes ``text`` to ``path`` and waits for the reloader to say it is reloading. Django's
+    reloader takes the time a file had when it first looked at it as the file's start: on a
+    loaded machine that first look can come after the edit, which it then never sees. So, as a
+    developer saving again would, the file's modification time moves on every 2 s until the
+    reloader has acted."""
+
+    def reloads() -> int:
+        return log.read_text().count("changed, reloading")
+
+    before = reloads()
+    path.write_text(text)
+    for attempt in range(15):
+        if attempt:
+            later = time.time() + attempt
+            os.utime(path, (later, later))
+        try:
+            wait_for(lambda: reloads() > before, 2)
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"no reload within 30 s of editing {path}\n{log.read_text()}")
 
 
 def reports_of(r, kind: str, count: int = 1, log: Path | None = None) -> list[dict]:
@@ -92,17 +131,15 @@ def test_the_job_sees_the_row_its_view_created(client, r, worker):
     assert r.zcard("retry") == 0  # it found the row on its first try
 
 
-def test_two_worker_processes_each_with_its_own_database_connection(client, r, redis_url, tmp_path):
+def test_two_worker_processes_each_with_its_own_database_connection(client, r, runworker, tmp_path):
     log = tmp_path / "swarm.log"
-    running = runworker(redis_url, log, "--processes", "2")
-    next(running)
+    swarm = runworker.start(log, "--processes", "2")
     ids = [client.post("/orders/", {"name": f"o{n}"}).json()["id"] for n in range(20)]
     reports = reports_of(r, "order", count=20, log=log)
     assert sorted(report["order_id"] for report in reports) == sorted(ids)
     assert Order.objects.filter(seen_by_job=True).count() == 20
     assert log.read_text().count("djqueue 0.1.0 starting") == 2
-    with pytest.raises(StopIteration):  # TERM, and the swarm exits 0
-        next(running)
+    runworker.stop(swarm, log)  # TERM, and the swarm exits 0
 
 
 def test_an_async_job_uses_the_async_orm_on_the_event_loop(r, worker):
@@ -159,29 +196,26 @@ def test_runworker_help_shows_the_projects_values_and_setting_names():
     assert "DJQUEUE['QUEUES'], now default tasks" in text
 
 
-def test_with_debug_on_each_line_is_written_once_in_one_format(r, redis_url, tmp_path):
+def test_with_debug_on_each_line_is_written_once_in_one_format(r, runworker, tmp_path):
     """Django's DEBUG console handler printed every django.tasks line a second time, in its
     own format, beside djqueue's."""
     log = tmp_path / "debug-worker.log"
-    process = runworker(redis_url, log, DJQUEUE_TEST_DEBUG="1")
-    next(process)
-    try:
-        result = add_order.enqueue("debug on")
-        reports_of(r, "task", log=log)
-        wait_for(
-            lambda: f"id={result.id}" in log.read_text() and "SUCCESSFUL" in log.read_text(),
-            10,
-            "the task's SUCCESSFUL line",
-            log,
-        )
-    finally:
-        next(process, None)
+    process = runworker.start(log, DJQUEUE_TEST_DEBUG="1")
+    result = add_order.enqueue("debug on")
+    reports_of(r, "task", log=log)
+    wait_for(
+        lambda: f"id={result.id}" in log.read_text() and "SUCCESSFUL" in log.read_text(),
+        10,
+        "the task's SUCCESSFUL line",
+        log,
+    )
+    runworker.stop(process, log)
     lines = [x for x in log.read_text().splitlines() if f"Task id={result.id}" in x]
     assert len(lines) == 2  # RUNNING, SUCCESSFUL: once each
     assert all(" pid=" in x and f"jid={result.id}" in x for x in lines)
 
 
-def test_runworker_reload_restarts_the_worker_when_a_job_module_changes(r, redis_url, tmp_path):
+def test_runworker_reload_restarts_the_worker_when_a_job_module_changes(r, runworker, tmp_path):
     module = tmp_path / "reloadable_jobs.py"
     source = (
         "import djqueue\nfrom tests.jobs_for_worker import r\n\n"
@@ -189,20 +223,18 @@ def test_runworker_reload_restarts_the_worker_when_a_job_module_changes(r, redis
     )
     module.write_text(source.format(v="one"))
     log = tmp_path / "reload.log"
-    running = runworker(redis_url, log, "-r", str(module), "--reload")
-    next(running)
+    reloader = runworker.start(log, "-r", str(module), "--reload")
     djqueue.Client().push({"class": "t.version", "args": []})
     wait_for(lambda: r.lrange("versions", 0, -1) == ["one"], 30, "version one ran", log)
     time.sleep(1.1)  # a new modification time the reloader can tell apart
-    module.write_text(source.format(v="two"))
+    edit(module, source.format(v="two"), log)
     wait_for(lambda: "bye" in log.read_text(), 30, "the old worker leaving as on TERM", log)
     wait_for(lambda: r.scard("processes") == 1, 30, "one worker process", log)
     djqueue.Client().push({"class": "t.version", "args": []})
     wait_for(lambda: r.llen("versions") >= 2, 30, "version two ran", log)
     assert r.lrange("versions", 0, -1) == ["one", "two"], log.read_text()
     assert "changed, reloading" in log.read_text()
-    with pytest.raises(StopIteration):
-        next(running)  # TERM to the reloader, which ends its worker process
+    runworker.stop(reloader, log)  # TERM to the reloader, which ends its worker process
     pids = [int(identity.split(":")[1]) for identity in r.smembers("processes")]
     wait_for(
         lambda: not any(os.path.exists(f"/proc/{pid}") for pid in pids),
@@ -211,7 +243,7 @@ def test_runworker_reload_restarts_the_worker_when_a_job_module_changes(r, redis
     )
 
 
-def test_runworker_reload_survives_a_syntax_error_in_a_jobs_module(r, redis_url, tmp_path):
+def test_runworker_reload_survives_a_syntax_error_in_a_jobs_module(r, runworker, tmp_path):
     """As runserver does: a broken jobs module (found by discovery, at Django's start-up) is
     reported and watched; once the file is fixed, the worker starts and runs its job."""
     app = tmp_path / "reload_app"
@@ -224,26 +256,22 @@ def test_runworker_reload_survives_a_syntax_error_in_a_jobs_module(r, redis_url,
         "INSTALLED_APPS = [*INSTALLED_APPS, 'reload_app']  # noqa: F405\n"
     )
     log = tmp_path / "reload.log"
-    running = runworker(
-        redis_url,
+    reloader = runworker.start(
         log,
         "--reload",
         DJANGO_SETTINGS_MODULE="reload_settings",
         PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}",
     )
-    next(running)
     wait_for(lambda: "SyntaxError" in log.read_text(), 30, "the SyntaxError reported", log)
     assert "djqueue: a jobs module failed to import" in log.read_text(), log.read_text()
     assert "reload_app/jobs.py" in log.read_text()
     time.sleep(1.1)  # a new modification time the reloader can tell apart
-    jobs.write_text(
-        "import djqueue\nfrom tests.jobs_for_worker import r\n\n"
-        "@djqueue.job(name='t.fixed')\ndef fixed(n):\n    r().rpush('fixed', n)\n"
-    )
+    fixed = "import djqueue\nfrom tests.jobs_for_worker import r\n\n"
+    fixed += "@djqueue.job(name='t.fixed')\ndef fixed(n):\n    r().rpush('fixed', n)\n"
+    edit(jobs, fixed, log)
     djqueue.Client().push({"class": "t.fixed", "args": [7]})
     wait_for(lambda: r.lrange("fixed", 0, -1) == ["7"], 30, "the fixed job ran", log)
-    with pytest.raises(StopIteration):
-        next(running)  # TERM to the reloader; it exits 0
+    runworker.stop(reloader, log)  # TERM to the reloader; it exits 0
 
 
 def test_runworker_burst_runs_the_queued_jobs_then_exits_0(r, redis_url, tmp_path):
