@@ -130,7 +130,7 @@ def job_metrics(
     )
 
 
-def _figures(name: str, read: store.Figures) -> Figures:
+def _figures(name: str, read: store.Sums) -> Figures:
     return Figures(
         name=name,
         processed=read.processed,

@@ -21,7 +21,7 @@ from .replies import integer, texts
 
 
 @dataclass
-class Figures:
+class StatsRead:
     """The counters and sizes as read; ``oldest`` is the default queue's next job as stored."""
 
     processed: int = 0
@@ -36,7 +36,7 @@ class Figures:
     problems: list[tuple[str, str]] = field(default_factory=list)
 
 
-def read_figures(client: redis.Redis, keys: Keys, default_queue: str) -> Figures:
+def read_figures(client: redis.Redis, keys: Keys, default_queue: str) -> StatsRead:
     k = keys
     wanted = [(k.processed, "count"), (k.failed, "count"), (k.schedule, "zset")]
     wanted += [(k.retry, "zset"), (k.dead, "zset"), (k.processes, "set"), (k.queues, "set")]
@@ -61,7 +61,7 @@ def read_figures(client: redis.Redis, keys: Keys, default_queue: str) -> Figures
     for name in queues:
         pipe.llen(k.queue(name))
     replies, more = bad_keys.checked(client, pipe, wanted)
-    return Figures(
+    return StatsRead(
         processed=integer(processed),
         failed=integer(failed),
         scheduled_size=integer(scheduled),

@@ -143,7 +143,7 @@ def report(replies: Iterable[Any], written: list[str]) -> None:
 
 
 @dataclass
-class Figures:
+class Sums:
     """One job class's (or queue's) sums over a range of buckets."""
 
     processed: int = 0
@@ -163,8 +163,8 @@ class Figures:
 class Read:
     """What `read` found: per class and per queue, the buckets' starts, bad keys met."""
 
-    classes: dict[str, Figures]
-    queues: dict[str, Figures]
+    classes: dict[str, Sums]
+    queues: dict[str, Sums]
     starts: list[int]
     stride: int
     problems: list[tuple[str, str]]
@@ -195,8 +195,8 @@ def read(
         pipe.hgetall(keys.own_metrics(bucket(start)))
     replies = pipe.execute(raise_on_error=False)
     problems: list[tuple[str, str]] = []
-    classes: dict[str, Figures] = {}
-    queues: dict[str, Figures] = {}
+    classes: dict[str, Sums] = {}
+    queues: dict[str, Sums] = {}
     wanted = name.lower() if name else None
     for i, start in enumerate(starts):
         for own, reply in ((False, replies[2 * i]), (True, replies[2 * i + 1])):
@@ -235,8 +235,8 @@ def _add(
     value: int,
     start: int,
     own: bool,
-    classes: dict[str, Figures],
-    queues: dict[str, Figures],
+    classes: dict[str, Sums],
+    queues: dict[str, Sums],
 ) -> None:
     kind = "c"
     if own:
@@ -244,7 +244,7 @@ def _add(
     subject, _, metric = field_name.rpartition("|")
     if not subject or kind not in ("c", "q"):
         return
-    figures = (classes if kind == "c" else queues).setdefault(subject, Figures())
+    figures = (classes if kind == "c" else queues).setdefault(subject, Sums())
     if metric == "p":
         figures.processed += value
     elif metric == "f":
