@@ -9,36 +9,30 @@ from __future__ import annotations
 
 import datetime as dt
 
-from .api import Queue, Stats
+from .api import Queue
+from .api.figures import figures
 from .config import Settings
 from .lifecycle import JobStatus, status
-from .outbox import OutboxStats, published
+from .outbox import OutboxStats
 
 
 def stats(settings: Settings | None = None, outbox: OutboxStats | None = None) -> str:
-    """The counters and set sizes of `Stats`, one figure per line; then the transactional
-    outbox: ``outbox`` given (a framework command read its database), else as the last relay
-    round published it, with its age (this command sees no database), else nothing."""
-    figures = Stats(settings=settings)
-    rows = [
-        ("processed", figures.processed),
-        ("failed", figures.failed),
-        ("enqueued", figures.enqueued),
-        ("scheduled", figures.scheduled_size),
-        ("retries", figures.retry_size),
-        ("dead", figures.dead_size),
-        ("processes", figures.processes_size),
-        ("busy", figures.busy),
-        ("latency", f"{figures.default_queue_latency:.1f}s (default queue)"),
+    """The figures of `djqueue.api.figures.figures`, one per line, then the default queue's
+    latency; the outbox: ``outbox`` given (a framework command read its database), else as
+    the last relay round published it, with its age (this command sees no database)."""
+    overview = figures(settings, outbox=outbox, with_queues=False)
+    rows: list[tuple[str, object]] = [
+        (f.name, f.value)
+        for f in overview.figures
+        if f.value is not None and not f.name.startswith("outbox")
     ]
-    if outbox is not None:
-        rows.append(("outbox", f"{outbox.size} (oldest {outbox.age_text})"))
-    else:
-        seen = published(settings)
-        if seen is not None:
-            found, age = seen
-            rows.append(("outbox", f"{found.size} (oldest {found.age_text}; relay {age:.0f}s ago)"))
-    rows += [("bad key", f"{key} {what} (counted as 0)") for key, what in figures.problems]
+    rows.append(("latency", f"{overview.latency:.1f}s (default queue)"))
+    if overview.outbox is not None:
+        shown = f"{overview.outbox.size} (oldest {overview.outbox.age_text}"
+        if overview.outbox_published_ago is not None:
+            shown += f"; relay {overview.outbox_published_ago:.0f}s ago"
+        rows.append(("outbox", shown + ")"))
+    rows += [("bad key", f"{key} {what} (counted as 0)") for key, what in overview.problems]
     return "\n".join(f"{label:<10} {value}" for label, value in rows)
 
 

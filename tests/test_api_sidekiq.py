@@ -32,8 +32,13 @@ def test_process_busy_work_and_stop(sidekiq, r):
     jid = client.push({"class": "ApiBusy", "args": ["one"]})
     wait_for(lambda: r.get("api:busy:one"), timeout=30)
 
-    # The heartbeat runs every 5 s; wait for one that reports the busy job.
-    work = wait_for(lambda: list(WorkSet()), timeout=20)
+    # The heartbeat runs every 5 s; wait for one that reports the busy job. Sidekiq writes the
+    # busy work and the process's busy count in two transactions: wait for both.
+    def reported() -> list:
+        work = list(WorkSet())
+        return work if work and [p.busy for p in ProcessSet()] == [1] else []
+
+    work = wait_for(reported, timeout=20)
     (process,) = ProcessSet()
     assert process.pid == sidekiq.pid
     assert process.concurrency == 2

@@ -1,12 +1,12 @@
 """Prometheus exposition of the figures every other face shows, read from Redis.
 
-Nothing here computes a figure of its own: the lifetime counters, set sizes, processes and busy
-threads are `djqueue.api.Stats`'; queue sizes and latencies are `djqueue.api.Queue.summary`'s;
-per-job and per-queue counts and execution-time histograms are
-`djqueue.api.metrics.job_metrics`'; the outbox backlog is what the last relay round published
-(`djqueue.outbox.published`). So ``djqueue stats``, the dashboard, the Metrics page and a scrape
-agree, and a scrape is right however many worker processes and hosts there are: no
-multiprocess files, every worker writes to Redis with its heartbeat.
+Nothing here computes a figure of its own: the lifetime counters, set sizes, processes, busy
+threads, queue sizes and latencies and the outbox backlog are `djqueue.api.figures.figures`'
+(each exported under the name and HELP line it gives), per-job and per-queue counts and
+execution-time histograms are `djqueue.api.metrics.job_metrics`'. So ``djqueue stats``, the
+dashboard, the Metrics page and a scrape agree, and a scrape is right however many worker
+processes and hosts there are: no multiprocess files, every worker writes to Redis with its
+heartbeat.
 
 The per-job figures cover a sliding window (``minutes``, default 60) of Sidekiq's one-minute
 buckets, which expire; they are gauges (``djqueue_job_processed``), not counters, because a
@@ -41,10 +41,9 @@ from prometheus_client.core import (  # noqa: E402
 from prometheus_client.exposition import generate_latest  # noqa: E402
 from prometheus_client.registry import CollectorRegistry  # noqa: E402
 
-from ..api import Queue, Stats  # noqa: E402
+from ..api.figures import figures  # noqa: E402
 from ..api.metrics import job_metrics  # noqa: E402
 from ..config import Settings  # noqa: E402
-from ..outbox import published  # noqa: E402
 from ..store.metrics import HISTOGRAM_BOUNDS  # noqa: E402
 
 #: The exposition's content type (text format 0.0.4).
@@ -59,27 +58,15 @@ class DjqueueCollector:
         self.minutes = minutes
 
     def collect(self) -> Iterator[Metric]:
-        stats = Stats(settings=self.settings)
-        processed = CounterMetricFamily(
-            "djqueue_processed", "Jobs processed since the counters were last reset."
-        )
-        processed.add_metric([], stats.processed)
-        failed = CounterMetricFamily(
-            "djqueue_failed", "Jobs failed since the counters were last reset."
-        )
-        failed.add_metric([], stats.failed)
-        yield processed
-        yield failed
-        for name, value, text in (
-            ("scheduled_size", stats.scheduled_size, "Jobs in the scheduled set."),
-            ("retry_size", stats.retry_size, "Jobs in the retry set."),
-            ("dead_size", stats.dead_size, "Jobs in the dead set."),
-            ("processes", stats.processes_size, "Worker processes alive (heartbeat)."),
-            ("busy", stats.busy, "Jobs running now, as each process last reported."),
-        ):
-            gauge = GaugeMetricFamily(f"djqueue_{name}", text)
-            gauge.add_metric([], value)
-            yield gauge
+        overview = figures(self.settings)
+        for figure in overview.figures:
+            if not figure.metric:
+                continue
+            kind = CounterMetricFamily if figure.counter else GaugeMetricFamily
+            family = kind(f"djqueue_{figure.metric}", figure.meaning)
+            if figure.value is not None:
+                family.add_metric([], figure.value)
+            yield family
         size = GaugeMetricFamily(
             "djqueue_queue_size", "Jobs waiting in the queue.", labels=["queue"]
         )
@@ -88,19 +75,11 @@ class DjqueueCollector:
             "Seconds the oldest job in the queue has waited (0 when empty).",
             labels=["queue"],
         )
-        for queue, length, waited, _problem in Queue.summary(settings=self.settings):
-            size.add_metric([queue], length)
-            latency.add_metric([queue], waited)
+        for queue in overview.queues:
+            size.add_metric([queue.name], queue.size)
+            latency.add_metric([queue.name], queue.latency)
         yield size
         yield latency
-        outbox = GaugeMetricFamily(
-            "djqueue_outbox_size",
-            "Rows waiting in the transactional outbox, as the last relay round published.",
-        )
-        seen = published(self.settings)
-        if seen is not None:
-            outbox.add_metric([], seen[0].size)
-        yield outbox
         yield from self._jobs()
 
     def _jobs(self) -> Iterator[Metric]:

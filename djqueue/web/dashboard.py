@@ -1,6 +1,6 @@
 """The dashboard: the counters, the history chart, and the Redis server, once for both UIs.
 
-`dashboard` reads the counters in the two pipelined round trips of `djqueue.api.Stats`, the
+`dashboard` formats the figures of `djqueue.api.figures` (two pipelined round trips), the
 history in two MGETs and the server in one INFO. `Dashboard.live` is the same figures as a
 JSON-ready dict, which the page polls to refresh itself without reloading.
 
@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import RedisInfo, Stats
+from ..api import RedisInfo
+from ..api.figures import figures
 from ..config import Settings
 from ..outbox import OutboxStats
 from . import display
@@ -71,39 +72,45 @@ class Dashboard:
         }
 
 
+#: The dashboard's words for `djqueue.api.figures`' figures, by name.
+LABELS = {
+    "processed": _("Processed"),
+    "failed": _("Failed"),
+    "busy": _("Busy"),
+    "enqueued": _("Enqueued"),
+    "scheduled": _("Scheduled"),
+    "retries": _("Retries"),
+    "dead": _("Dead"),
+    "processes": _("Processes"),
+    "outbox": _("Outbox"),
+    "outbox_age": _("Oldest outbox row (s)"),
+}
+
+
 def dashboard(
     settings: Settings | None = None,
     days: int = HISTORY_DAYS,
     outbox: OutboxStats | None = None,
 ) -> Dashboard:
-    stats = Stats(settings=settings)
-    figures = [
-        Figure("processed", _("Processed"), stats.processed),
-        Figure("failed", _("Failed"), stats.failed),
-        Figure("busy", _("Busy"), stats.busy, "busy"),
-        Figure("enqueued", _("Enqueued"), stats.enqueued, "queues"),
-        Figure("scheduled", _("Scheduled"), stats.scheduled_size, "scheduled"),
-        Figure("retries", _("Retries"), stats.retry_size, "retries"),
-        Figure("dead", _("Dead"), stats.dead_size, "dead"),
-        Figure("processes", _("Processes"), stats.processes_size, "busy"),
-    ]
-    if outbox is not None:
-        figures.append(Figure("outbox", _("Outbox"), outbox.size))
-        age = round(outbox.oldest_age) if outbox.oldest_age is not None else 0
-        figures.append(Figure("outbox_age", _("Oldest outbox row (s)"), age))
-    history = stats.history(days)
+    overview = figures(settings, outbox=outbox, with_queues=False)
+    assert overview.stats is not None
+    history = overview.stats.history(days)
     dates = list(reversed(history.dates))
     processed = [history.processed[d] for d in dates]
     failed = [history.failed[d] for d in dates]
     return Dashboard(
-        figures=figures,
-        latency=display.latency(stats.default_queue_latency),
+        figures=[
+            Figure(f.name, LABELS.get(f.name, f.name), int(f.value), f.link)
+            for f in overview.figures
+            if f.value is not None
+        ],
+        latency=display.latency(overview.latency),
         days=dates,
         processed=processed,
         failed=failed,
         chart=history_svg(dates, processed, failed),
         redis=RedisInfo(settings=settings).fields(),
-        problems=[problem(key, what) for key, what in stats.problems + history.problems],
+        problems=[problem(key, what) for key, what in overview.problems + history.problems],
     )
 
 

@@ -152,3 +152,25 @@ def test_the_flask_route_follows_the_auth_hook_without_a_token(redis_url):
     # No token set: a bearer token is refused, whatever the auth hook says.
     wrong = app.test_client().get("/djqueue/prometheus", headers={"Authorization": "Bearer x"})
     assert wrong.status_code == 401
+
+
+def test_the_dashboard_the_stats_command_and_a_scrape_show_every_figure_alike(ran, redis_url):
+    """`djqueue.api.figures` computes the figures once: each face shows every one of them, with
+    the same value (a figure added there appears on all three)."""
+    from djqueue.api.figures import figures
+    from djqueue.contrib.prometheus import exposition
+    from djqueue.report import stats
+    from djqueue.web.dashboard import dashboard
+
+    overview = figures()
+    known = [f for f in overview.figures if f.value is not None]
+    assert {f.name for f in known} >= {"processed", "failed", "busy", "dead", "processes"}
+    assert overview["processed"].value == N + M and overview["processes"].value == 2
+    shown = {f.name: f.value for f in dashboard().figures}
+    printed = dict(line.split(None, 1) for line in stats().splitlines())
+    scraped = samples(exposition())
+    for figure in known:
+        assert shown[figure.name] == figure.value, figure
+        assert printed[figure.name] == str(figure.value), figure
+        suffix = "_total" if figure.counter else ""
+        assert scraped[(f"djqueue_{figure.metric}{suffix}", ())] == figure.value, figure
