@@ -434,3 +434,18 @@ def test_a_queue_key_of_the_wrong_type_is_skipped_and_the_others_served(worker, 
     assert sum("bad key queue:broken: it holds a string, not a list" in m for m in messages) == 1
     assert sum("cannot move to their queue" in m for m in messages) == 1
     assert not any("lost Redis" in m for m in messages)
+
+
+def test_a_process_over_its_memory_limit_starts_no_other_job(worker, r):
+    """The job that takes the process over ``max_memory`` is its last: the processor that ends
+    it takes no other buffered job, even before the main thread acts on the recycling."""
+    from djqueue.worker.heartbeat import rss_kb
+
+    limit = rss_kb() // 1024 + 20  # the first 30 MB job goes over it
+    jobs.hog.perform_bulk([["hogged", 30] for _ in range(5)])
+    w = worker(concurrency=1, max_memory=limit, heartbeat_interval=60)
+    w.thread.join(30)
+    assert not w.thread.is_alive()
+    assert w.launcher.recycling and "--max-memory" in w.launcher.recycling
+    assert r.llen("hogged") == 1
+    assert r.llen("queue:default") == 4  # the buffered jobs went back to their queue

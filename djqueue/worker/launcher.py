@@ -106,6 +106,8 @@ class Launcher:
         #: Why the process is being replaced, once it is (`over_limit`).
         self.recycling: str | None = None
         self._recycle_lock = threading.Lock()
+        #: Set once the parts were told to go quiet (`quiet` acts once).
+        self._quieted = False
         self._stop_asked = 0.0
         #: The process this one stops without (a swarm's parent, a reloader), else None.
         self.parent: int | None = None
@@ -205,6 +207,10 @@ class Launcher:
             if self.recycling is not None:
                 return
             self.recycling = reason
+        # At once, from the thread that found it: a processor ending a job takes its next
+        # buffered job before the main thread handles the signal below, and a process over
+        # its memory limit must not start another job.
+        self.manager.quieting.set()
         logger.warning(
             "recycling: %s; finishing the running jobs, then a new process takes over", reason
         )
@@ -251,8 +257,9 @@ class Launcher:
             self.signal(first)
 
     def quiet(self) -> None:
-        if self.manager.quieting.is_set():
+        if self._quieted:
             return
+        self._quieted = True
         logger.info("quiet: finishing running jobs, fetching no more")
         for part in self.parts:
             part.quiet()
