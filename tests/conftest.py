@@ -17,6 +17,7 @@ from djqueue.store import bad_keys
 from djqueue.worker.launcher import Launcher
 
 from .browser import browser, problems  # noqa: F401 (the browser tests' fixtures)
+from .django_free import without_django_middleware
 from .redis_server import MISSING, REDIS_SERVER, RedisServer
 from .worker_support import Running, WorkerProcess, wait_for
 
@@ -48,6 +49,25 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
     config._framework = None
     djqueue.configure(redis_url=redis_server.url)
     connection.reset()
+
+
+#: Fixtures through which a test uses Django's database: it keeps the Django app's middleware.
+DJANGO_DB_FIXTURES = {"db", "transactional_db", "live_server", "admin_client", "django_user_model"}
+
+
+@pytest.fixture(autouse=True)
+def core_without_django(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that uses neither the Django tests' folder nor Django's database runs as a
+    process without Django would (`without_django_middleware`)."""
+    if (
+        "django" in request.node.path.parts
+        or request.node.get_closest_marker("django_db")
+        or DJANGO_DB_FIXTURES & set(request.fixturenames)
+    ):
+        yield
+        return
+    with without_django_middleware():
+        yield
 
 
 @pytest.fixture

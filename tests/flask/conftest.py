@@ -12,7 +12,7 @@ import flask
 import pytest
 import redis
 
-import djqueue
+from tests.django_free import without_django_middleware
 from tests.redis_server import RedisServer
 
 from .shop import create_app, db
@@ -20,23 +20,9 @@ from .shop import create_app, db
 
 @pytest.fixture(autouse=True)
 def flask_process() -> Iterator[None]:
-    """This pytest process also runs the Django tests, and the Django app puts its middleware
-    in djqueue's chains when Django starts; a Flask process has none of it, so it is taken out
-    for each Flask test and put back after."""
-    django = [
-        entry
-        for chain in (djqueue.client_middleware, djqueue.server_middleware)
-        for entry in chain
-        if entry.__module__.startswith("djqueue.contrib.django")
-    ]
-    for entry in django:
-        djqueue.client_middleware.remove(entry)
-        djqueue.server_middleware.remove(entry)
-    yield
-    if django:
-        from djqueue.contrib.django.apps import install_middleware
-
-        install_middleware()
+    """A Flask process has none of the Django app's middleware."""
+    with without_django_middleware():
+        yield
 
 
 @pytest.fixture(scope="session")
