@@ -139,3 +139,11 @@ class ResultTimeout(DjQueueError, TimeoutError):
 class JobNotTracked(DjQueueError, LookupError):
     """`djqueue.result` of a jid with no status: pushed without ``retention``, expired after
     its retention, or never pushed."""
+
+
+class TimeLimitExceeded(DjQueueError):
+    """Raised inside a job that ran past its ``time_limit``: in a thread-run job's thread, at
+    the next line of Python it runs; in an ``async def`` job, in place of the cancellation of
+    its task. The job failed, and is retried like any failed job. A job may catch it to clean
+    up; one that catches it and goes on is reported as over its limit (log, Busy page), and
+    under ``--processes`` its process is replaced once it is ``timeout`` seconds over."""

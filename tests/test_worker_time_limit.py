@@ -1,0 +1,126 @@
+"""Time limits (``@job(time_limit=...)``): a job past its limit is interrupted and retried,
+one that cannot be interrupted is reported, and in a swarm its process is replaced. In-process
+workers and a real Redis; the swarm test runs real processes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+
+from djqueue.web.busy import busy_page
+
+from . import jobs_for_worker as jobs
+from .worker_support import wait_for
+
+
+def retried(r, jid: str) -> dict:
+    def find() -> dict | None:
+        for raw in r.zrange("retry", 0, -1):
+            entry = json.loads(raw)
+            if entry["jid"] == jid:
+                return entry
+        return None
+
+    return wait_for(find, what=f"job {jid} in retry")
+
+
+def test_a_busy_looping_job_past_its_limit_ends_in_retry(worker, r):
+    worker()
+    jid = jobs.spin.perform_later("spun")
+    entry = retried(r, jid)
+    assert entry["error_class"] == "djqueue.errors.TimeLimitExceeded"
+    assert entry["error_message"] == "t.spin ran past its time limit of 1 s"
+    assert entry["time_limit"] == 1
+    assert r.lrange("spun", 0, -1) == ["started"]
+
+
+def test_set_gives_one_push_its_own_limit(worker, r):
+    worker()
+    jid = jobs.record.set(time_limit=0.3).perform_later("never", "x")  # quick: untouched
+    spun = jobs.spin.set(time_limit=0.2, retry=0).perform_later("spun")
+    wait_for(lambda: r.zcard("dead"), what="the spinning job dead")
+    (dead,) = [json.loads(raw) for raw in r.zrange("dead", 0, -1)]
+    assert dead["jid"] == spun
+    assert dead["error_message"] == "t.spin ran past its time limit of 0.2 s"
+    assert r.lrange("never", 0, -1) == ["['x']"] and jid
+
+
+def test_an_async_job_past_its_limit_is_cancelled_and_retried(worker, r):
+    worker()
+    jid = jobs.aspin.perform_later("aspun")
+    entry = retried(r, jid)
+    assert entry["error_class"] == "djqueue.errors.TimeLimitExceeded"
+    assert entry["error_message"] == "t.aspin ran past its time limit of 1 s"
+    assert r.lrange("aspun", 0, -1) == ["started"]
+
+
+def test_jobs_ending_in_time_are_untouched(worker, r):
+    running = worker()
+    for _ in range(200):
+        jobs.in_time.perform_later("fine")
+    wait_for(lambda: r.llen("fine") == 200, what="200 jobs")
+    time.sleep(0.3)  # a late interruption would land now
+    assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+    assert all(p.thread.is_alive() for p in running.launcher.manager.processors)
+    assert r.llen("fine") == 200
+
+
+def test_a_job_in_a_long_c_call_is_reported_then_interrupted(worker, r, caplog):
+    worker()
+    jid = jobs.in_c.perform_later("slept", 3)
+    wait_for(lambda: r.lrange("slept", 0, -1) == ["started"], what="the job starts")
+
+    def reported() -> bool:
+        return any(
+            f"t.in_c jid={jid} is 1.0 s over its time limit of 0.5 s and has not stopped"
+            in rec.getMessage()
+            for rec in caplog.records
+        )
+
+    wait_for(reported, what="the log line")
+    (work,) = wait_for(lambda: busy_page().work, what="the busy entry")
+    assert (work.jid, work.over_limit) == (jid, 0.5)
+    entry = retried(r, jid)
+    # Python raised it once the C call returned, at the job's next line.
+    assert entry["error_class"] == "djqueue.errors.TimeLimitExceeded"
+    assert r.lrange("slept", 0, -1) == ["started"]
+    wait_for(
+        lambda: any(
+            f"t.in_c jid={jid} ended" in rec.getMessage() and "over its time limit" in rec.getMessage()
+            for rec in caplog.records
+        ),
+        what="the end's line",
+    )
+
+
+@pytest.mark.slow
+def test_a_swarm_child_past_the_hard_limit_is_replaced(spawn, redis_url, r):
+    parent = spawn(redis_url, "--processes", "2", "-c", "2", "--timeout", "1")
+    wait_for(lambda: r.scard("processes") == 2, what="two children", log=parent.log)
+    before = set(r.smembers("processes"))
+    jobs.in_c.perform_later("slept", 60)
+    wait_for(lambda: r.lrange("slept", 0, -1) == ["started"], what="the job starts")
+    wait_for(
+        lambda: "killing it (SIGKILL) and starting another" in parent.output(),
+        what="the kill",
+        log=parent.log,
+    )
+    wait_for(
+        lambda: len(set(r.smembers("processes")) - before) == 1,
+        what="a new child",
+        log=parent.log,
+    )
+    # The job came back as after any crash, and started again.
+    wait_for(
+        lambda: r.lrange("slept", 0, -1) == ["started", "started"],
+        what="the job run again",
+        log=parent.log,
+    )
+    output = parent.output()
+    assert "is 1.0 s over its time limit of 0.5 s" in output
+    assert "past a hard time limit; starting its replacement" in output
+    parent.send(signal.SIGTERM)
+    parent.wait(30)
