@@ -7,6 +7,9 @@ never registered.
 
 from __future__ import annotations
 
+import threading
+from typing import ClassVar
+
 
 class DjQueueError(Exception):
     """Base class of every exception djqueue raises itself."""
@@ -147,3 +150,14 @@ class TimeLimitExceeded(DjQueueError):
     its task. The job failed, and is retried like any failed job. A job may catch it to clean
     up; one that catches it and goes on is reported as over its limit (log, Busy page), and
     under ``--processes`` its process is replaced once it is ``timeout`` seconds over."""
+
+    #: Thread id -> the message of the interruption on its way to that thread. CPython raises
+    #: an asynchronous exception from its class, with no arguments, in the target thread; the
+    #: watchdog leaves the message here first, so the job sees which limit it ran past.
+    pending: ClassVar[dict[int, str]] = {}
+
+    def __init__(self, *args: object) -> None:
+        if not args:
+            message = self.pending.pop(threading.get_ident(), None)
+            args = () if message is None else (message,)
+        super().__init__(*args)

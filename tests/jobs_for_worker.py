@@ -271,3 +271,15 @@ def in_c(key: str, seconds: float) -> None:
     r().rpush(key, "started")
     time.sleep(seconds)
     r().rpush(key, "woke")
+
+
+@djqueue.job(name="t.tidy", time_limit=0.3, retry=3)
+def tidy(key: str) -> None:
+    """Loops until its limit, catches the interruption, cleans up and returns."""
+    from djqueue.errors import TimeLimitExceeded
+
+    try:
+        while True:
+            pass
+    except TimeLimitExceeded as exc:
+        r().rpush(key, str(exc))

@@ -55,6 +55,23 @@ def test_set_gives_one_push_its_own_limit(worker, r):
     assert r.lrange("never", 0, -1) == ["['x']"] and jid
 
 
+def test_a_job_may_catch_the_interruption_to_clean_up_and_return(worker, r):
+    worker()
+    jobs.tidy.perform_later("tidied")
+    assert wait_for(lambda: r.lrange("tidied", 0, -1)) == [
+        "t.tidy ran past its time limit of 0.3 s"
+    ]
+    jobs.in_time.perform_later("after")  # the processor goes on with the next job
+    wait_for(lambda: r.llen("after") == 1 * 1, what="the next job")
+    assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+
+
+@pytest.mark.parametrize("value", [0, -1, "30", True, float("nan")])
+def test_a_limit_that_is_not_one_is_refused_naming_it(value):
+    with pytest.raises(ValueError, match="time_limit"):
+        jobs.spin.set(time_limit=value)
+
+
 def test_an_async_job_past_its_limit_is_cancelled_and_retried(worker, r):
     worker()
     jid = jobs.aspin.perform_later("aspun")
@@ -75,6 +92,7 @@ def test_jobs_ending_in_time_are_untouched(worker, r):
     assert r.llen("fine") == 200
 
 
+@pytest.mark.slow
 def test_a_job_in_a_long_c_call_is_reported_then_interrupted(worker, r, caplog):
     worker()
     jid = jobs.in_c.perform_later("slept", 3)
@@ -101,6 +119,7 @@ def test_a_job_in_a_long_c_call_is_reported_then_interrupted(worker, r, caplog):
     )
 
 
+@pytest.mark.slow
 def test_the_busy_page_marks_a_job_over_its_limit(worker, r, redis_url, browser):  # noqa: F811
     app = flask.Flask("busy")
     app.config.update(SECRET_KEY="time-limit", DJQUEUE_REDIS_URL=redis_url)

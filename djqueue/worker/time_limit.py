@@ -140,7 +140,7 @@ class TimeLimit(Component):
             raise TimeLimitExceeded(_message(entry)) from exc
         except TimeLimitExceeded as exc:
             if entry.fired and not exc.args:
-                exc.args = (_message(entry),)  # raised bare in the thread: say which limit
+                exc.args = (_message(entry),)  # should the message have been missed
             raise
         finally:
             self._disarm(entry)
@@ -176,6 +176,7 @@ class TimeLimit(Component):
                 self._publish(min((e.hard for e in self._armed.values()), default=math.inf))
             if entry.fired and entry.loop is None:
                 _set_async_exc(entry.thread, None)
+                TimeLimitExceeded.pending.pop(entry.thread, None)
             reported = key in self._reported
             self._reported.discard(key)
         if reported:
@@ -226,6 +227,7 @@ class TimeLimit(Component):
     def _fire(self, entry: Armed) -> None:
         entry.fired = True
         if entry.loop is None:
+            TimeLimitExceeded.pending[entry.thread] = _message(entry)
             _set_async_exc(entry.thread, id(TimeLimitExceeded))
         else:
             entry.loop.call_soon_threadsafe(self._cancel, entry)
