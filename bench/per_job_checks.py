@@ -1,6 +1,7 @@
 """What the checks a worker makes around every job cost: the ``--max-memory`` look when a job
-ends (`djqueue.worker.memory.MemoryLimit`) and the fork guard around the job's own code
-(`djqueue.executor`).
+ends (`djqueue.worker.memory.MemoryLimit`), the fork guard around the job's own code
+(`djqueue.executor`), and the time limit step (`djqueue.worker.time_limit`) for a job with a
+``time_limit`` and one without.
 
     python -m bench.per_job_checks
 
@@ -18,8 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from djqueue import pipeline  # noqa: E402
 from djqueue.executor import _in_this_process  # noqa: E402
 from djqueue.worker.memory import MemoryLimit, peak_kb  # noqa: E402
+from djqueue.worker.time_limit import TimeLimit  # noqa: E402
 
 ROUNDS, NUMBER = 5, 20_000
 
@@ -47,10 +50,24 @@ def main() -> None:
     def noop() -> None:
         _in_this_process(Nothing, None, [])
 
+    watch = TimeLimit(grace=25)  # its thread not started: arming and disarming only
+    limited = {"class": "bench.noop", "jid": "0" * 24, "time_limit": 30}
+    unlimited = {"class": "bench.noop", "jid": "0" * 24}
+
+    def nothing() -> None:
+        return None
+
     figures = {
         "memory look, peak under the limit": per_call_us(under.check),
         "memory look, peak over the limit": per_call_us(passed.check),
         "fork guard around the job": per_call_us(noop),
+        "time limit step, job without a limit": per_call_us(
+            lambda: pipeline.run([watch], (None, unlimited), nothing)
+        ),
+        "time limit step, job with a limit": per_call_us(
+            lambda: pipeline.run([watch], (None, limited), nothing)
+        ),
+        "no step, for reference": per_call_us(lambda: pipeline.run([], (None, limited), nothing)),
         "bare call of the job, for reference": per_call_us(lambda: Nothing.execute(None, [])),
     }
     for label, us in figures.items():

@@ -7,6 +7,9 @@ never registered.
 
 from __future__ import annotations
 
+import threading
+from typing import ClassVar
+
 
 class DjQueueError(Exception):
     """Base class of every exception djqueue raises itself."""
@@ -139,3 +142,22 @@ class ResultTimeout(DjQueueError, TimeoutError):
 class JobNotTracked(DjQueueError, LookupError):
     """`djqueue.result` of a jid with no status: pushed without ``retention``, expired after
     its retention, or never pushed."""
+
+
+class TimeLimitExceeded(DjQueueError):
+    """Raised inside a job that ran past its ``time_limit``: in a thread-run job's thread, at
+    the next line of Python it runs; in an ``async def`` job, in place of the cancellation of
+    its task. The job failed, and is retried like any failed job. A job may catch it to clean
+    up; one that catches it and goes on is reported as over its limit (log, Busy page), and
+    under ``--processes`` its process is replaced once it is ``timeout`` seconds over."""
+
+    #: Thread id -> the message of the interruption on its way to that thread. CPython raises
+    #: an asynchronous exception from its class, with no arguments, in the target thread; the
+    #: watchdog leaves the message here first, so the job sees which limit it ran past.
+    pending: ClassVar[dict[int, str]] = {}
+
+    def __init__(self, *args: object) -> None:
+        if not args:
+            message = self.pending.pop(threading.get_ident(), None)
+            args = () if message is None else (message,)
+        super().__init__(*args)

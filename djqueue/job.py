@@ -322,7 +322,9 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
     `djqueue.lifecycle`; off by default), ``name`` (the
     registered name, written as the payload's ``class``; default the dotted path),
     ``retry_for`` (seconds from the first failure during which it is retried), ``retry_queue``,
-    ``backtrace``, ``dead``, ``tags``; ``cron`` (a cron expression, optionally
+    ``backtrace``, ``dead``, ``tags``, ``time_limit`` (seconds the job may run before it is
+    interrupted with `djqueue.errors.TimeLimitExceeded`: see `djqueue.worker.time_limit`);
+    ``cron`` (a cron expression, optionally
     ending with a time zone: ``"0 9 * * 1-5 Europe/Paris"``) also runs the job on that
     schedule, with no arguments (see `djqueue.periodic_declaration`); for functions also
     ``retry_in`` and ``retries_exhausted`` hooks (classes define them as class methods).

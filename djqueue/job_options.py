@@ -22,6 +22,7 @@ PAYLOAD_OPTIONS = (
     "dead",
     "tags",
     "retention",
+    "time_limit",
 )
 
 
@@ -48,11 +49,16 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         options["tags"] = list(tags)
     if "retention" in options:
         options["retention"] = _retention(options["retention"])
+    if "time_limit" in options:
+        options["time_limit"] = time_limit(options["time_limit"])
     return options
 
 
 #: The longest ``retry_for``: larger values are timestamps given by mistake (Sidekiq's limit).
 MAX_RETRY_FOR = 1_000_000_000
+#: The longest ``time_limit``: larger values are timestamps given by mistake, as for
+#: ``retry_for``.
+MAX_TIME_LIMIT = MAX_RETRY_FOR
 #: The longest retention: ten years (Redis refuses far larger expiries).
 MAX_RETENTION = 10 * 365 * 24 * 3600
 
@@ -69,6 +75,18 @@ def _retention(value: Any) -> int | None:
     turns tracking off (the payload then carries no ``retention`` field at all)."""
     seconds = _seconds("retention", value, MAX_RETENTION, " (ten years)")
     return None if seconds is None else (math.ceil(seconds) or None)
+
+
+def time_limit(value: Any) -> float | int | None:
+    """Seconds a job may run before it is interrupted (`djqueue.worker.time_limit`); None: no
+    limit. Also how the worker reads the field from a payload another client wrote, so the
+    rule is one."""
+    seconds = _seconds("time_limit", value, MAX_TIME_LIMIT, "")
+    if seconds == 0:
+        raise ValueError("time_limit must be more than 0 seconds (None: no limit), got 0")
+    if seconds is None:
+        return None
+    return int(seconds) if seconds.is_integer() else seconds
 
 
 def _seconds(name: str, value: Any, limit: int, meaning: str) -> float | None:

@@ -141,7 +141,8 @@ CORE: tuple[Setting, ...] = (
         "timeout",
         c.seconds(),
         "seconds running jobs get to finish on shutdown (TERM, INT) before they are pushed "
-        "back to their queues",
+        "back to their queues; under `--processes`, also how long past its `time_limit` a job "
+        "may run before its process is replaced",
         ("-t", "--timeout"),
         "SECONDS",
         float,

@@ -243,3 +243,43 @@ def fork(key: str) -> None:
 def close_stderr() -> None:
     """Closes file descriptor 2, as a job tidying up after a subprocess might."""
     os.close(2)
+
+
+@djqueue.job(name="t.spin", time_limit=1, retry=3)
+def spin(key: str) -> None:
+    """Loops in Python for ever: only its time limit ends it."""
+    r().rpush(key, "started")
+    while True:
+        pass
+
+
+@djqueue.job(name="t.aspin", time_limit=1, retry=3)
+async def aspin(key: str) -> None:
+    """Awaits for an hour: only its time limit ends it."""
+    r().rpush(key, "started")
+    await asyncio.sleep(3600)
+
+
+@djqueue.job(name="t.in_time", time_limit=5)
+def in_time(key: str) -> None:
+    r().rpush(key, "done")
+
+
+@djqueue.job(name="t.in_c", time_limit=0.5, retry=3)
+def in_c(key: str, seconds: float) -> None:
+    """Waits in one C call (``time.sleep``) that Python's interruption cannot break."""
+    r().rpush(key, "started")
+    time.sleep(seconds)
+    r().rpush(key, "woke")
+
+
+@djqueue.job(name="t.tidy", time_limit=0.3, retry=3)
+def tidy(key: str) -> None:
+    """Loops until its limit, catches the interruption, cleans up and returns."""
+    from djqueue.errors import TimeLimitExceeded
+
+    try:
+        while True:
+            pass
+    except TimeLimitExceeded as exc:
+        r().rpush(key, str(exc))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..api import Process, ProcessSet, WorkSet
 from ..config import Settings, get_settings
 from ..errors import EmbeddedProcess
+from ..job_options import time_limit
 from . import display
 from .problems import problem
 
@@ -51,6 +52,9 @@ class WorkRow:
     queue: str
     started: str
     started_exact: str
+    #: The job's ``time_limit`` (seconds) when it has run past it, else None: it did not stop
+    #: when interrupted (`djqueue.worker.time_limit`), or the last beat is a moment old.
+    over_limit: float | None = None
 
 
 @dataclass
@@ -85,6 +89,7 @@ def busy_page(settings: Settings | None = None) -> BusyPage:
             queue=w.queue,
             started=display.relative(w.run_at, now),
             started_exact=display.exact(w.run_at),
+            over_limit=_over_limit(w.payload.get("time_limit"), w.run_at, now),
         )
         for w in works.work()
     ]
@@ -116,6 +121,18 @@ def signal(action: str, identity: str | None, settings: Settings | None = None) 
             return 0, str(exc)
     count = len(chosen)
     return count, f"{done} {count} process{'es' if count != 1 else ''}."
+
+
+def _over_limit(limit: object, run_at: float | None, now: float) -> float | None:
+    """``limit`` when a job that started at ``run_at`` has run past it (a limit that is not
+    one, written by another client, is no limit, as for the worker)."""
+    try:
+        seconds = time_limit(limit)
+    except ValueError:
+        return None
+    if seconds is None or run_at is None or now - run_at <= seconds:
+        return None
+    return seconds
 
 
 def _process_row(process: Process, now: float) -> ProcessRow:

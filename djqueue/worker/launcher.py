@@ -1,11 +1,12 @@
 """The launcher: one worker process's runtime, start to finish.
 
 It builds the process's parts from the settings in one place (`Launcher.__init__`) and holds
-them in one list, `Launcher.parts`: the manager (with its processors), the poller, the periodic
-poller, the duties and the heartbeat. Every part is started, quieted and stopped the same way
-(`djqueue.worker.component.Part`), in that one order: the manager first, so a stop waits for
-running jobs before anything else ends, and the heartbeat last, so the process shows alive
-until it is gone. The janitor is no part: it runs on the heartbeat's thread after each beat.
+them in one list, `Launcher.parts`: the manager (with its processors), the time limits'
+watchdog, the poller, the periodic poller, the duties and the heartbeat. Every part is
+started, quieted and stopped the same way (`djqueue.worker.component.Part`), in that one
+order: the manager first, so a stop waits for running jobs before anything else ends, and the
+heartbeat last, so the process shows alive until it is gone. The janitor is no part: it runs
+on the heartbeat's thread after each beat.
 
 The launcher turns signals (from the OS or popped from ``IDENTITY-signals`` by the heartbeat)
 into quiet, stop and thread dumps. `run` blocks until a stop; the CLI installs the OS signal
@@ -150,6 +151,7 @@ class Launcher:
         #: Started, quieted and stopped in this order (see the module's docstring).
         self.parts: list[Part] = [
             self.manager,
+            self.manager.time_limit,
             self.poller,
             self.periodic_poller,
             self.duties,

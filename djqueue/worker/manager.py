@@ -30,6 +30,7 @@ from .runtime import Runtime
 from .settle import Settle
 from .settle_step import SettleStep
 from .tally import Tally
+from .time_limit import TimeLimit
 
 
 class Manager:
@@ -59,6 +60,8 @@ class Manager:
         self.pushed: int | None = None
         #: Where every failed job is settled (retry, drop, dead set).
         self.settle = Settle(jobs, fetcher, settings, tally, self.hard_stop)
+        #: Interrupts jobs past their ``time_limit``; its watchdog thread is a launcher part.
+        self.time_limit = TimeLimit(settings.timeout)
         #: Every job's steps, the same for thread-run and ``async def`` jobs.
         self.steps: list[Any] = self._steps(memory)
         #: What processors and the async runner are given (not the manager itself).
@@ -73,7 +76,8 @@ class Manager:
         (`djqueue.worker.around`), the recovery guard (which passes jobs that were not pushed
         back after a crash), the memory limit, then settling (it sees what the inner steps
         already reported), the log lines, the signals, the tally (with the per-job metrics,
-        `djqueue.worker.metrics`) and the job's status."""
+        `djqueue.worker.metrics`), the job's status, and innermost the time limit, so that
+        what it raises is the job's failure to every step around."""
         guard = RecoveryGuard(self.settle, self.buffer, self.jobs_running)
         return [
             *around.steps(),
@@ -84,6 +88,7 @@ class Manager:
             JobSignals(),
             self.tally,
             Lifecycle(),
+            self.time_limit,
         ]
 
     def start(self) -> None:

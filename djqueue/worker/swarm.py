@@ -22,6 +22,9 @@ drops djqueue's Redis pools, so no socket is ever shared across a fork.
   jobs, so neither would its replacement, and a fresh one would take jobs mid-deploy. Once
   every child is quiet (Quiet All) the swarm is quiet and forks nothing more; once every child
   has been told to stop (Stop All) the swarm stops, and the parent exits when they are gone.
+- A child running a job past its hard time limit (the job's ``time_limit`` plus ``timeout``,
+  `djqueue.worker.time_limit`: a job stuck where Python cannot interrupt it) is killed
+  (SIGKILL) and replaced at once; its jobs come back as after any crash.
 - TERM and INT go to every child (each finishes or pushes back its jobs); the parent exits
   once all have stopped: 0, or 1 if one of them failed. TSTP (quiet) and TTIN (thread dumps)
   are passed on. A second TERM is passed on too: children stop waiting for running jobs.
@@ -65,6 +68,8 @@ class Child:
     quiet: bool = False
     #: Told to stop: it is on its way out, and is not replaced.
     stopping: bool = False
+    #: Killed by the parent for a job past its hard time limit: replaced at once.
+    overdue: bool = False
 
 
 def process_count(setting: int) -> int:
@@ -97,6 +102,8 @@ class Swarm(Component):
         #: Told TSTP, or every child was: nothing more is forked.
         self.quieted = False
         self.failed = False
+        #: Each slot's earliest hard deadline, written by its child (`parent_line.Deadlines`).
+        self.deadlines = parent_line.Deadlines(size)
         super().__init__()
 
     # -- the parent's loop ---------------------------------------------------------------------
@@ -124,6 +131,7 @@ class Swarm(Component):
         for child in self.children.values():
             self._listen(child)
         self._follow()
+        self._enforce()
         self._reap()
         self._refill()
         try:
@@ -181,6 +189,25 @@ class Swarm(Component):
             self.quieted = True
             self.waiting.clear()
 
+    def _enforce(self) -> None:
+        """Kill each child running a job past its hard time limit; `_ended` replaces it."""
+        now = time.monotonic()
+        for pid, child in self.children.items():
+            deadline = self.deadlines.read(child.slot)
+            if child.overdue or not 0 < deadline < now:
+                continue
+            child.overdue = True
+            logger.warning(
+                "swarm: worker %d runs a job %.0f s past its hard time limit (its time_limit "
+                "plus timeout); killing it (SIGKILL) and starting another",
+                pid,
+                now - deadline,
+            )
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
     def _reap(self) -> None:
         while self.children:
             try:
@@ -219,8 +246,12 @@ class Swarm(Component):
                 "recycled" if code == RECYCLED else _describe(code),
             )
             return
-        if code == RECYCLED:
-            logger.info("swarm: worker %d recycled; starting its replacement", pid)
+        if code == RECYCLED or child.overdue:
+            logger.info(
+                "swarm: worker %d %s; starting its replacement",
+                pid,
+                "was killed past a hard time limit" if child.overdue else "recycled",
+            )
             self.waiting[child.slot] = time.monotonic()
             return
         slot = child.slot
@@ -260,11 +291,12 @@ class Swarm(Component):
         parent = os.getpid()
         forwarded = {getattr(signal, f"SIG{name}") for name in FORWARDED}
         line, end = os.pipe()
+        self.deadlines.write(slot, 0.0)  # not the deadline of the child it replaces
         signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)
         try:
             pid = os.fork()
             if pid == 0:
-                self._child(parent, forwarded, line, end)
+                self._child(parent, forwarded, line, end, slot)
         except BaseException:
             os.close(line)
             raise
@@ -275,7 +307,7 @@ class Swarm(Component):
         os.set_blocking(line, False)
         self.children[pid] = Child(pid, slot, time.monotonic(), line)
 
-    def _child(self, parent: int, blocked: set[int], line: int, end: int) -> None:
+    def _child(self, parent: int, blocked: set[int], line: int, end: int, slot: int) -> None:
         """In the child: the parent's handlers and lines off, its own line to the parent on,
         one worker, then exit with its code."""
         code = 1
@@ -284,6 +316,7 @@ class Swarm(Component):
                 os.close(fd)
             self.children.clear()
             parent_line.attach(end)
+            parent_line.attach_deadline(self.deadlines, slot)
             # The parent's handlers off; the signals stay blocked until the worker has its own
             # (`run_launcher` unblocks them), so a TERM passed on meanwhile stops it cleanly.
             for signum in blocked:
