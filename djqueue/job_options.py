@@ -10,6 +10,7 @@ import datetime as dt
 import math
 from typing import Any
 
+from . import unique
 from .payload import check_queue_name
 
 #: Options that become payload fields, with Sidekiq's names and meaning.
@@ -22,6 +23,8 @@ PAYLOAD_OPTIONS = (
     "dead",
     "tags",
     "retention",
+    "unique_for",
+    "unique_until",
 )
 
 
@@ -48,6 +51,7 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         options["tags"] = list(tags)
     if "retention" in options:
         options["retention"] = _retention(options["retention"])
+    unique.check_options(options)
     return options
 
 
@@ -89,6 +93,7 @@ def _payload_options(options: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise TypeError(
             f"unknown job option(s) {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(PAYLOAD_OPTIONS)}, name, cron, retry_in, retries_exhausted"
+            f"known: {', '.join(PAYLOAD_OPTIONS)}, name, cron, retry_in, retries_exhausted, "
+            f"unique_args"
         )
     return dict(options)
