@@ -217,8 +217,8 @@ class Client:
 
         One round trip whatever the mix of queues and times, so a batch is written whole or
         not at all (unique jobs whose lock another job holds left out: their jids are
-        returned, after `report_not_unique` reported them). The testing helpers replace this method to
-        capture jobs instead of writing them.
+        returned, after `report_not_unique` reported them). The testing helpers replace this
+        method to capture jobs instead of writing them.
         """
         t = now()
         scheduled: list[tuple[float, str]] = []

@@ -277,8 +277,9 @@ class Job:
         **options: Any,
     ) -> None:
         super().__init_subclass__()
-        if unique_args is not None:
-            cls.unique_args = staticmethod(unique.check_unique_args(unique_args))
+        chooser = unique.check_unique_args(unique_args)
+        if chooser is not None:
+            cls.unique_args = staticmethod(chooser)
         cls.job_options = {**cls.job_options, **check_options(_payload_options(options))}
         cls.job_is_async = inspect.iscoroutinefunction(cls.perform)
         if abstract or cls.perform is Job.perform:
@@ -336,8 +337,9 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
     see `djqueue.unique`), ``unique_until`` (``"success"`` or ``"start"``) and
     ``unique_args`` (a callable choosing the arguments that count); ``cron`` (a cron
     expression, optionally ending with a time zone: ``"0 9 * * 1-5 Europe/Paris"``) also runs
-    the job on that schedule, with no arguments (see `djqueue.periodic_declaration`); for functions also
-    ``retry_in`` and ``retries_exhausted`` hooks (classes define them as class methods).
+    the job on that schedule, with no arguments (see `djqueue.periodic_declaration`); for
+    functions also ``retry_in`` and ``retries_exhausted`` hooks (classes define them as class
+    methods).
     """
     retry_in = options.pop("retry_in", None)
     retries_exhausted = options.pop("retries_exhausted", None)
@@ -351,7 +353,7 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
                 raise TypeError("class jobs define retry_in/retries_exhausted as class methods")
             cls = _class_job(obj, name, payload_options)
             if unique_args is not None:
-                cls.unique_args = staticmethod(unique_args)
+                cls.unique_args = staticmethod(unique_args)  # type: ignore[attr-defined]
             if cron is not None:
                 _declare_periodic(cron, cls)
             return cls

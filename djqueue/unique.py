@@ -44,7 +44,7 @@ def check_options(options: dict[str, Any]) -> None:
         value = options["unique_for"]
         if isinstance(value, dt.timedelta):
             value = value.total_seconds()
-        if value is not None:
+        if value is not None and value != 0:
             if (
                 isinstance(value, bool)
                 or not isinstance(value, (int, float))
@@ -75,7 +75,10 @@ def check_unique_args(unique_args: Any) -> UniqueArgs | None:
 
 def stamp(payload: dict[str, Any]) -> None:
     """Give a job pushed with ``unique_for`` its ``unique_digest`` (in place); a job without
-    it, or with ``unique_for`` None or 0, is left as is (and loses a stale digest)."""
+    it, or with ``unique_for`` None or 0, is left as is (and loses a stale digest). The
+    options are checked again: a raw `djqueue.client.Client.push` item skipped `@job`'s
+    check."""
+    check_options(payload)
     if not payload.get("unique_for"):
         payload.pop("unique_for", None)
         payload.pop("unique_until", None)
