@@ -165,7 +165,8 @@ class Client:
         `djqueue.payload.encode` (Ruby's JSON, the size limit) and sends ``job_enqueued``
         (`announce`). New jobs are normalised first (`djqueue.payload.normalize`); jobs that
         were pushed before (a requeue, a relayed outbox row) are taken as stored. Returns the
-        payloads written or held by a middleware, in order; those stopped are left out.
+        payloads written or held by a middleware, in order; those stopped are left out, and
+        so are unique jobs the write skipped because another job holds their lock.
 
         A push goes ahead when the chain reached its end, whatever the middleware returned: a
         middleware that calls ``call_next()`` but forgets to return its value still pushes.

@@ -214,6 +214,17 @@ def test_until_start_frees_the_lock_when_a_worker_takes_the_job(redis_url, r, wo
     wait_for(lambda: r.llen("started") == 2, what="the second one ran")
 
 
+def test_until_start_frees_the_lock_of_a_job_an_idle_worker_was_waiting_for(redis_url, r, worker):
+    holding = jobs.hold.set(unique_for=60, unique_until="start")
+    running = worker(concurrency=1)
+    # The processor waits in BLMOVE (the idle path), not in a batched fetch.
+    wait_for(lambda: running.launcher.manager.buffer.blocking == 1, what="the processor idle")
+    assert holding.perform_later("idle", 1)
+    wait_for(lambda: r.lrange("idle", 0, -1) == ["1"], what="the job started")
+    assert holding.perform_later("idle", 1)
+    r.set("release", 1)
+
+
 @pytest.mark.slow
 def test_kill_9_of_the_worker_running_a_unique_job_frees_its_lock_within_its_lifetime(
     spawn, redis_url, r
@@ -227,3 +238,26 @@ def test_kill_9_of_the_worker_running_a_unique_job_frees_its_lock_within_its_lif
     assert holding.perform_later("killed", 1) is None  # the dead worker's lock
     # No worker runs it again: only the lock's lifetime (3 s) frees it.
     assert wait_for(lambda: holding.perform_later("killed", 1), timeout=10, what="lock expired")
+
+
+class RefreshAccount(
+    djqueue.Job, name="u.refresh", unique_for=60, unique_args=lambda args: [args[0]]
+):
+    def perform(self, account: int, reason: str) -> None:
+        jobs.r().rpush("refreshed", f"{account}:{reason}")
+
+
+def test_a_class_job_declares_it_in_its_class_statement(redis_url, r):
+    assert RefreshAccount.perform_later(3, "a")
+    assert RefreshAccount.perform_later(3, "b") is None
+    assert RefreshAccount.set(unique_for=None).perform_later(3, "c")  # off for one push
+    assert len(queued(r)) == 2 and "unique_digest" not in queued(r)[0]
+
+
+def test_a_raw_client_push_is_checked_and_made_unique_too(redis_url, r):
+    client = djqueue.client.get_client()
+    item = {"class": "Ruby::Sync", "args": [1], "unique_for": 30}
+    assert client.push(dict(item)) and client.push(dict(item)) is None
+    with pytest.raises(ValueError, match="unique_for must be seconds"):
+        client.push({**item, "unique_for": "soon"})
+    assert len(queued(r)) == 1
