@@ -261,3 +261,28 @@ def test_a_raw_client_push_is_checked_and_made_unique_too(redis_url, r):
     with pytest.raises(ValueError, match="unique_for must be seconds"):
         client.push({**item, "unique_for": "soon"})
     assert len(queued(r)) == 1
+
+
+# -- the pages -----------------------------------------------------------------------------------
+
+
+def test_the_job_page_shows_the_rule_and_who_holds_the_lock(redis_url, r):
+    flask = pytest.importorskip("flask")
+    from flask_djqueue import DjQueue
+    from flask_djqueue.dashboard import dashboard_blueprint
+
+    app = flask.Flask("unique_pages")
+    app.config.update(SECRET_KEY="test", DJQUEUE_REDIS_URL=redis_url)
+    DjQueue(app)
+    app.register_blueprint(dashboard_blueprint(auth=lambda permission: True), url_prefix="/jobs")
+    client = app.test_client()
+    jid = sync_account.set(unique_until="start").perform_in(600, 9)
+    (entry,) = ScheduledSet()
+    page = client.get(f"/jobs/scheduled/{entry.key}").text
+    assert "until it starts, for 1 min at most" in page and "held by this job" in page
+    assert "Unique lock expires" in page
+    r.set(next(iter(lock_keys(r))), "f" * 24)  # expired and taken by a later push
+    assert f"held by job {'f' * 24}" in client.get(f"/jobs/scheduled/{entry.key}").text
+    r.delete(*lock_keys(r))
+    assert "free: a push of the same job" in client.get(f"/jobs/scheduled/{entry.key}").text
+    assert jid is not None
