@@ -4,6 +4,7 @@ or when its lifetime ends, whatever happened to the worker holding it."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import threading
@@ -15,6 +16,7 @@ from djqueue import periodic_declaration, signals
 from djqueue.api import DeadSet, PeriodicSet, Queue, RetrySet, ScheduledSet
 from djqueue.config import get_settings
 from djqueue.store import Keys
+from djqueue.worker.periodic_poller import PeriodicPoller
 from djqueue.worker.periodic_sync import sync
 
 from . import jobs_for_worker as jobs
@@ -168,6 +170,21 @@ def test_a_periodic_run_is_skipped_while_the_last_one_waits(redis_url, r):
     assert entry is not None and entry.run_now()
     assert PeriodicSet().find("nightly").run_now() is None
     assert len(queued(r)) == 1
+
+
+def test_a_periodic_tick_is_claimed_and_skipped_while_the_last_run_waits(redis_url, r):
+    minutely = periodic_declaration.build(
+        cron="* * * * *", job=sync_account, name="minutely", args=[1]
+    )
+    sync([minutely], get_settings(), r)
+    cron = PeriodicPoller(get_settings(), r, reload=3600)
+    ten = dt.datetime(2027, 1, 1, 10, 0, 1, tzinfo=dt.UTC).timestamp()
+    cron.poll(ten)
+    cron.poll(ten + 60)
+    assert len(queued(r)) == 1
+    # Both ticks are claimed: the skipped one never fires later as a missed tick.
+    assert len(r.zrange(Keys().cron_enqueued("minutely"), 0, -1)) == 2
+    assert len(PeriodicSet().find("minutely").history()) == 1
 
 
 # -- the worker ----------------------------------------------------------------------------------
