@@ -246,15 +246,16 @@ def test_until_start_frees_the_lock_of_a_job_an_idle_worker_was_waiting_for(redi
 def test_kill_9_of_the_worker_running_a_unique_job_frees_its_lock_within_its_lifetime(
     spawn, redis_url, r
 ):
-    holding = jobs.hold.set(unique_for=3)
-    assert holding.perform_later("killed", 1)
+    holding = jobs.hold.set(unique_for=10)
     worker = spawn(redis_url, "-c", "2")
-    worker.identity(r)
+    worker.identity(r)  # up and idle: the job starts as soon as it is pushed
+    first = holding.perform_later("killed", 1)
     wait_for(lambda: r.lrange("killed", 0, -1) == ["1"], what="the job started")
     worker.kill()
-    assert holding.perform_later("killed", 1) is None  # the dead worker's lock
-    # No worker runs it again: only the lock's lifetime (3 s) frees it.
-    assert wait_for(lambda: holding.perform_later("killed", 1), timeout=10, what="lock expired")
+    assert r.get(lock_keys(r)[0]) == first  # held by the killed worker's job
+    assert holding.perform_later("killed", 1) is None
+    # No worker runs it again: only the lock's lifetime (10 s) frees it.
+    assert wait_for(lambda: holding.perform_later("killed", 1), timeout=30, what="lock expired")
 
 
 class RefreshAccount(
