@@ -8,20 +8,23 @@ can run what this writes.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import redis
 
-from . import config, connection
+from . import config, connection, unique
 from .config import Settings
 from .errors import RedisUnavailable
 from .middleware import Chain, client_middleware
 from .payload import Payload, check_json_args, encode, new_jid, normalize, now
-from .signals import job_enqueued
+from .signals import job_enqueued, job_not_unique
 from .store import JobStore, Keys
+
+logger = logging.getLogger("djqueue.client")
 
 
 class Landing:
@@ -38,8 +41,11 @@ class Landing:
     #: calling ``call_next`` lets the job go now.
     inline: bool = True
 
-    def write(self, client: Client, payloads: list[Payload]) -> None:
-        """Encode and write ``payloads`` (normalised jobs that went through the chain)."""
+    def write(self, client: Client, payloads: list[Payload]) -> Collection[str] | None:
+        """Encode and write ``payloads`` (normalised jobs that went through the chain).
+        Returns the jids of the jobs left out because another job holds their unique lock
+        (`djqueue.unique`), or None when there are none (or it is not known yet: a write held
+        for a `batched` block)."""
         raise NotImplementedError
 
 
@@ -47,12 +53,12 @@ class _ToQueue(Landing):
     """A queue, or ``schedule`` for a job with a future ``at``: `Client.push`, ``push_bulk``
     and everything built on them. Joins the thread's `batched` block when one is open."""
 
-    def write(self, client: Client, payloads: list[Payload]) -> None:
+    def write(self, client: Client, payloads: list[Payload]) -> Collection[str] | None:
         pending = getattr(_batch, "pending", None)
         if pending is None:
-            client.raw_push(payloads)
-        else:
-            pending.setdefault(client, []).extend(payloads)
+            return client.raw_push(payloads)
+        pending.setdefault(client, []).extend(payloads)
+        return None
 
 
 class _Relayed(Landing):
@@ -62,8 +68,8 @@ class _Relayed(Landing):
 
     chain = False
 
-    def write(self, client: Client, payloads: list[Payload]) -> None:
-        client.raw_push(payloads)
+    def write(self, client: Client, payloads: list[Payload]) -> Collection[str] | None:
+        return client.raw_push(payloads)
 
 
 #: The landing places `djqueue.client` owns; the sets (requeue) and periodic jobs (tick)
@@ -98,7 +104,8 @@ class Client:
     # -- public ------------------------------------------------------------------------------
 
     def push(self, item: dict[str, Any]) -> str | None:
-        """Write one job; returns its jid, or None if a client middleware stopped it."""
+        """Write one job; returns its jid, or None if a client middleware stopped it or
+        another job holds its unique lock (`djqueue.unique`)."""
         payload = normalize(item, self.settings.default_queue, self.settings.default_job_options)
         return payload["jid"] if self.send([payload], QUEUE) else None
 
@@ -106,7 +113,8 @@ class Client:
         """Write one job per entry of ``item["args"]`` (a list of argument lists).
 
         ``at`` may be one time for all or a list with one time per job. Returns the jids of
-        the jobs written, in order (jobs a middleware stopped are left out).
+        the jobs written, in order (jobs a middleware stopped, and unique jobs whose lock
+        another job holds, are left out).
         """
         args_list = item.get("args")
         if not isinstance(args_list, list) or not all(isinstance(a, list) for a in args_list):
@@ -144,11 +152,9 @@ class Client:
             payloads.append(one)
         jids: list[str] = []
         for start in range(0, len(payloads), batch_size):
-            with batched():  # one round trip per batch, whatever the chain does
-                jids += [
-                    payload["jid"]
-                    for payload in self.send(payloads[start : start + batch_size], QUEUE)
-                ]
+            with batched() as skipped:  # one round trip per batch, whatever the chain does
+                sent = self.send(payloads[start : start + batch_size], QUEUE)
+            jids += [payload["jid"] for payload in sent if payload["jid"] not in skipped]
         return jids
 
     # -- the push ------------------------------------------------------------------------------
@@ -159,7 +165,8 @@ class Client:
         `djqueue.payload.encode` (Ruby's JSON, the size limit) and sends ``job_enqueued``
         (`announce`). New jobs are normalised first (`djqueue.payload.normalize`); jobs that
         were pushed before (a requeue, a relayed outbox row) are taken as stored. Returns the
-        payloads written or held by a middleware, in order; those stopped are left out.
+        payloads written or held by a middleware, in order; those stopped are left out, and
+        so are unique jobs the write skipped because another job holds their lock.
 
         A push goes ahead when the chain reached its end, whatever the middleware returned: a
         middleware that calls ``call_next()`` but forgets to return its value still pushes.
@@ -168,26 +175,29 @@ class Client:
         caller gets the jid at once.
         """
         if not landing.chain or not len(self.middleware):
-            landing.write(self, payloads)
-            return payloads
+            return _kept(payloads, landing.write(self, payloads))
         passed: list[Payload] = []
         due: list[Payload] = []
+        skipped: set[str] = set()
         for payload in payloads:
-            if self._through_chain(payload, landing, due):
+            if self._through_chain(payload, landing, due, skipped):
                 passed.append(payload)
         if due:
-            landing.write(self, due)
-        return passed
+            skipped.update(landing.write(self, due) or ())
+        return _kept(passed, skipped)
 
-    def _through_chain(self, payload: Payload, landing: Landing, due: list[Payload]) -> bool:
+    def _through_chain(
+        self, payload: Payload, landing: Landing, due: list[Payload], skipped: set[str]
+    ) -> bool:
         """Run the chain around one job's write; True if it was written, held, or (for a
-        landing that writes after the chain) added to ``due``."""
+        landing that writes after the chain) added to ``due``. Unique jobs left out by the
+        write are added to ``skipped``."""
         reached = closed = False
 
         def final() -> Payload:
             nonlocal reached
             if landing.inline:
-                landing.write(self, [payload])
+                skipped.update(landing.write(self, [payload]) or ())
             elif not closed:  # a call held past the chain: the job went with ``due``
                 due.append(payload)
             reached = True
@@ -203,12 +213,13 @@ class Client:
             due.append(payload)
         return True
 
-    def raw_push(self, payloads: list[Payload]) -> None:
+    def raw_push(self, payloads: list[Payload]) -> Collection[str] | None:
         """Write normalised payloads; due jobs to their queues, future ones to ``schedule``.
 
         One round trip whatever the mix of queues and times, so a batch is written whole or
-        not at all. The testing helpers replace this method to capture jobs instead of
-        writing them.
+        not at all (unique jobs whose lock another job holds left out: their jids are
+        returned, after `report_not_unique` reported them). The testing helpers replace this
+        method to capture jobs instead of writing them.
         """
         t = now()
         scheduled: list[tuple[float, str]] = []
@@ -220,6 +231,8 @@ class Client:
                 payload.pop("enqueued_at", None)
             else:
                 payload["enqueued_at"] = t
+            if "unique_for" in payload:
+                unique.stamp(payload)
             text = encode(payload, limit)
             if at is not None and at > t:
                 scheduled.append((float(at), text))
@@ -229,12 +242,44 @@ class Client:
                 queued[payload["queue"]] = [text]
         # `connection.translate_errors` inlined: a context manager costs ~1 us a push.
         try:
-            self.store.push(queued, scheduled)
+            left_out = self.store.push(queued, scheduled)
         except RedisUnavailable:  # PoolExhausted: ours already
             raise
         except connection.CONNECTION_ERRORS as exc:
             raise RedisUnavailable(self.settings.safe_redis_url, exc) from exc
-        announce(payloads)
+        if not left_out:
+            announce(payloads)
+            return None
+        holders = dict(left_out)
+        announce([payload for payload in payloads if payload["jid"] not in holders])
+        report_not_unique(payloads, holders)
+        return holders.keys()
+
+
+def _kept(payloads: list[Payload], skipped: Collection[str] | None) -> list[Payload]:
+    """``payloads`` without the jobs whose jid is in ``skipped``."""
+    if not skipped:
+        return payloads
+    return [payload for payload in payloads if payload["jid"] not in skipped]
+
+
+def report_not_unique(payloads: list[Payload], holders: Mapping[str, str]) -> None:
+    """Report the unique jobs left out of a write (``holders``: their jid -> the jid of the
+    job holding the lock, or ``""`` when not known): logged, and sent with
+    ``job_not_unique``."""
+    for payload in payloads:
+        holder = holders.get(payload["jid"])
+        if holder is None:
+            continue
+        logger.info(
+            "%s %s not pushed: not unique (lock %s held by %s)",
+            payload["class"],
+            payload["jid"],
+            payload.get("unique_digest"),
+            f"job {holder}" if holder else "another job",
+        )
+        if job_not_unique.receivers:
+            job_not_unique.send(payload["class"], payload=payload, holder=holder)
 
 
 def announce(payloads: list[Payload]) -> None:
@@ -248,23 +293,27 @@ _batch = threading.local()
 
 
 @contextmanager
-def batched() -> Iterator[None]:
+def batched() -> Iterator[set[str]]:
     """Write the jobs pushed by this thread inside the block together when it ends: one round
     trip per client instead of one per job. Nested blocks join the outermost one; if the block
     raises, none of its jobs is written. ``push_bulk`` uses it per batch, and the Django app
     for the jobs held until a transaction commits.
+
+    Yields a set that holds, once the outermost block has ended, the jids of the unique jobs
+    its write left out (`djqueue.unique`); an inner block's set stays empty.
     """
+    left_out: set[str] = set()
     if getattr(_batch, "pending", None) is not None:
-        yield
+        yield left_out
         return
     _batch.pending = {}
     try:
-        yield
+        yield left_out
         pending: dict[Client, list[Payload]] = _batch.pending
     finally:
         _batch.pending = None
     for client, payloads in pending.items():
-        client.raw_push(payloads)
+        left_out.update(client.raw_push(payloads) or ())
 
 
 def current_batch() -> object | None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from types import CoroutineType
 from typing import Any, ClassVar, TypeVar, overload
 
-from . import registry
+from . import registry, unique
 from .job_options import _payload_options, check_options
 from .lifecycle import JobRef
 
@@ -172,8 +172,11 @@ class FunctionJob(JobHandle):
         options: dict[str, Any],
         retry_in: Callable[[int, BaseException], Any] | None,
         retries_exhausted: Callable[[dict[str, Any], BaseException], Any] | None,
+        unique_args: Callable[[list[Any]], Any] | None = None,
     ) -> None:
         self.target = func
+        #: What counts for a unique job's lock (`djqueue.unique`); None: all its arguments.
+        self.unique_args = unique_args
         self.job_name = name
         self.job_options = options
         super().__init__(self)
@@ -248,6 +251,9 @@ class Job:
     job_is_async: ClassVar[bool] = False
     jid: str | None = None
     payload: dict[str, Any] | None = None
+    #: What counts for a unique job's lock (`djqueue.unique`): a callable given the argument
+    #: list (``unique_args=`` in the class statement); None: all the arguments.
+    unique_args: ClassVar[Callable[[list[Any]], Any] | None] = None
 
     perform_later = ClassHandle("perform_later")
     perform_async = ClassHandle("perform_async")
@@ -267,9 +273,13 @@ class Job:
         abstract: bool = False,
         name: str | None = None,
         cron: str | None = None,
+        unique_args: Callable[[list[Any]], Any] | None = None,
         **options: Any,
     ) -> None:
         super().__init_subclass__()
+        chooser = unique.check_unique_args(unique_args)
+        if chooser is not None:
+            cls.unique_args = staticmethod(chooser)
         cls.job_options = {**cls.job_options, **check_options(_payload_options(options))}
         cls.job_is_async = inspect.iscoroutinefunction(cls.perform)
         if abstract or cls.perform is Job.perform:
@@ -324,14 +334,18 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
     ``retry_for`` (seconds from the first failure during which it is retried), ``retry_queue``,
     ``backtrace``, ``dead``, ``tags``, ``time_limit`` (seconds the job may run before it is
     interrupted with `djqueue.errors.TimeLimitExceeded`: see `djqueue.worker.time_limit`);
-    ``cron`` (a cron expression, optionally
-    ending with a time zone: ``"0 9 * * 1-5 Europe/Paris"``) also runs the job on that
-    schedule, with no arguments (see `djqueue.periodic_declaration`); for functions also
-    ``retry_in`` and ``retries_exhausted`` hooks (classes define them as class methods).
+    ``unique_for`` (seconds or a timedelta: while a job with the same class, queue and
+    arguments waits or runs, another push of it is skipped; see `djqueue.unique`),
+    ``unique_until`` (``"success"`` or ``"start"``) and ``unique_args`` (a callable choosing
+    the arguments that count); ``cron`` (a cron expression, optionally ending with a time
+    zone: ``"0 9 * * 1-5 Europe/Paris"``) also runs the job on that schedule, with no
+    arguments (see `djqueue.periodic_declaration`); for functions also ``retry_in`` and
+    ``retries_exhausted`` hooks (classes define them as class methods).
     """
     retry_in = options.pop("retry_in", None)
     retries_exhausted = options.pop("retries_exhausted", None)
     cron = options.pop("cron", None)
+    unique_args = unique.check_unique_args(options.pop("unique_args", None))
     payload_options = check_options(_payload_options(options))
 
     def decorate(obj: Any) -> Any:
@@ -339,13 +353,17 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
             if retry_in or retries_exhausted:
                 raise TypeError("class jobs define retry_in/retries_exhausted as class methods")
             cls = _class_job(obj, name, payload_options)
+            if unique_args is not None:
+                cls.unique_args = staticmethod(unique_args)  # type: ignore[attr-defined]
             if cron is not None:
                 _declare_periodic(cron, cls)
             return cls
         if not callable(obj):
             raise TypeError(f"@job needs a function or a class, got {obj!r}")
         job_name = name or f"{obj.__module__}.{obj.__qualname__}"
-        handle = FunctionJob(obj, job_name, payload_options, retry_in, retries_exhausted)
+        handle = FunctionJob(
+            obj, job_name, payload_options, retry_in, retries_exhausted, unique_args
+        )
         registry.register(job_name, handle)
         if cron is not None:
             _declare_periodic(cron, handle)

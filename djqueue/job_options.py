@@ -10,6 +10,7 @@ import datetime as dt
 import math
 from typing import Any
 
+from . import unique
 from .payload import check_queue_name
 
 #: Options that become payload fields, with Sidekiq's names and meaning.
@@ -23,6 +24,8 @@ PAYLOAD_OPTIONS = (
     "tags",
     "retention",
     "time_limit",
+    "unique_for",
+    "unique_until",
 )
 
 
@@ -51,6 +54,7 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         options["retention"] = _retention(options["retention"])
     if "time_limit" in options:
         options["time_limit"] = time_limit(options["time_limit"])
+    unique.check_options(options)
     return options
 
 
@@ -107,6 +111,7 @@ def _payload_options(options: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise TypeError(
             f"unknown job option(s) {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(PAYLOAD_OPTIONS)}, name, cron, retry_in, retries_exhausted"
+            f"known: {', '.join(PAYLOAD_OPTIONS)}, name, cron, retry_in, retries_exhausted, "
+            f"unique_args"
         )
     return dict(options)

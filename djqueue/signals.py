@@ -8,6 +8,8 @@ are not shielded: a failing ``job_enqueued`` receiver fails the push, as in blin
 signal                 sender                keyword arguments
 =====================  ====================  ==============================================
 job_enqueued           the job's name        ``payload`` (dict as written to Redis)
+job_not_unique         the job's name        ``payload`` (dict not written), ``holder`` (jid
+                                             of the job holding the unique lock)
 job_started            the job's name        ``payload``
 job_succeeded          the job's name        ``payload``, ``elapsed`` (float seconds)
 job_failed             the job's name        ``payload``, ``exception``, ``elapsed``
@@ -20,6 +22,8 @@ worker_stopping        the worker's identity ``info``
 worker_forking         the swarm             (none)
 =====================  ====================  ==============================================
 
+``job_not_unique`` is sent by the client for each unique job it did not write because another
+job holds its lock (`djqueue.unique`), a periodic run included (``holder`` is ``""`` there).
 ``job_enqueued`` is sent by the client for each job written (scheduled ones, periodic runs and
 relayed outbox rows included; not for a job moved back from a set, announced when first
 pushed: `djqueue.client.Client.send`); the others by the worker runtime. ``job_failed`` is
@@ -43,6 +47,7 @@ from blinker import Namespace
 _signals = Namespace()
 
 job_enqueued = _signals.signal("job-enqueued")
+job_not_unique = _signals.signal("job-not-unique")
 job_started = _signals.signal("job-started")
 job_succeeded = _signals.signal("job-succeeded")
 job_failed = _signals.signal("job-failed")
@@ -55,6 +60,7 @@ worker_forking = _signals.signal("worker-forking")
 
 __all__ = [
     "job_enqueued",
+    "job_not_unique",
     "job_started",
     "job_succeeded",
     "job_failed",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Collection
 from typing import Any
 
 from .client import Client
@@ -147,12 +148,13 @@ def _set_mode(new: str) -> str:
         return previous
 
 
-def _testing_raw_push(self: Client, payloads: list[Payload]) -> None:
-    """Stands in for `Client.raw_push` in fake and inline modes."""
+def _testing_raw_push(self: Client, payloads: list[Payload]) -> Collection[str] | None:
+    """Stands in for `Client.raw_push` in fake and inline modes (where unique jobs are not
+    locked: no Redis holds the locks)."""
     if _mode == DISABLED:  # a client that captured the method before the switch
-        _real_raw_push(self, payloads)
-        return
+        return _real_raw_push(self, payloads)
     capture(payloads, _mode)
+    return None
 
 
 def capture(payloads: list[Payload], mode: str) -> None:

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from ..client import Client, Landing, announce
+from .. import unique
+from ..client import Client, Landing, announce, report_not_unique
 from ..payload import Payload, encode, normalize
 from ..periodic_cron import (
     CronExpression,
@@ -30,7 +31,7 @@ from ..periodic_cron import (
 )
 from ..periodic_declaration import is_declared
 from ..store import StatusStore
-from ..store.periodic import FIRED, PeriodicStore, StoredEntry
+from ..store.periodic import FIRED, NOT_UNIQUE, PeriodicStore, StoredEntry
 from .base import ApiObject
 
 #: The status of an entry djqueue cannot read.
@@ -286,6 +287,8 @@ class _Tick(Landing):
     def _fire(self, payload: Payload, limit: int) -> None:
         entry, tick = self.entry, self.tick
         payload["enqueued_at"] = self.clock()
+        if "unique_for" in payload:
+            unique.stamp(payload)
         text = encode(payload, limit)
         outcome = entry._call(
             lambda: entry.periodic_store.fire(
@@ -300,6 +303,8 @@ class _Tick(Landing):
         if outcome == FIRED:
             self.fired = True
             announce([payload])
+        elif outcome == NOT_UNIQUE:
+            report_not_unique([payload], {payload["jid"]: ""})
 
 
 #: The periodic job whose run is being pushed, while the client middleware runs (None for any

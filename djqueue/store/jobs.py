@@ -21,10 +21,11 @@ import redis.exceptions
 
 from . import bad_keys
 from .keys import Keys
-from .replies import texts
+from .replies import text, texts
 from .scripts import (
     BURY,
     DELETE_FROM_QUEUE,
+    DELETE_FROM_SET,
     FIND_JID,
     MOVE_TO_QUEUE,
     PUSH,
@@ -76,19 +77,29 @@ class JobStore:
 
     # -- push --------------------------------------------------------------------------------
 
-    def push(self, queued: dict[str, list[str]], scheduled: Sequence[tuple[float, str]]) -> None:
+    def push(
+        self, queued: dict[str, list[str]], scheduled: Sequence[tuple[float, str]]
+    ) -> list[tuple[str, str]]:
         """Write jobs whole or not at all: ``queued`` maps a queue name to job JSON (LPUSHed in
         order, the queue named in ``queues``), ``scheduled`` holds (run-at, JSON) pairs for
-        the schedule. One job to one queue (``perform_later``) takes the shorter script."""
+        the schedule. One job to one queue (``perform_later``) takes the shorter script.
+
+        A unique job (one with a ``unique_digest``, `djqueue.unique`) takes its lock in the
+        same step; one whose lock another job holds is not written. Returns those left out,
+        as (jid, the holder's jid) pairs: usually none."""
         if not scheduled and len(queued) == 1:
             ((queue, jsons),) = queued.items()
             if len(jsons) == 1:
-                PUSH_ONE(
+                reply = PUSH_ONE(
                     self.redis,
                     [self.keys.queues, self.keys.queue(queue)],
                     [queue, jsons[0], self.keys.status_prefix],
                 )
-                return
+                if type(reply) is int:
+                    return []
+                *skipped, found = reply
+                bad_keys.report(bad_keys.pairs(found))
+                return [(text(skipped[0]), text(skipped[1]))] if len(skipped) == 2 else []
         keys = [self.keys.queues, self.keys.schedule]
         args: list[Any] = [len(queued)]
         for queue, jsons in queued.items():
@@ -99,7 +110,11 @@ class JobStore:
         for at, json in scheduled:
             args += (at, json)
         args.append(self.keys.status_prefix)
-        PUSH(self.redis, keys, args)
+        _written, skipped, found = PUSH(self.redis, keys, args)
+        if found:
+            bad_keys.report(bad_keys.pairs(found))
+        names = [text(name) for name in skipped]
+        return list(zip(names[::2], names[1::2], strict=True))
 
     # -- sorted sets to queues ---------------------------------------------------------------
 
@@ -198,25 +213,27 @@ class JobStore:
     # -- deleting ----------------------------------------------------------------------------
 
     def delete_from_queue(self, queue: str, stored: Member) -> bool:
-        """Remove one job from a queue; False when it is no longer there (a worker took it)."""
-        member: Any = stored
-        return bool(self.redis.lrem(self.keys.queue(queue), 1, member))
+        """Remove one job from a queue; False when it is no longer there (a worker took it).
+        A unique job frees its lock (`djqueue.unique`)."""
+        return self.delete_many_from_queue(queue, [(-1, stored)]) == 1
 
     def delete_many_from_queue(self, queue: str, found: Sequence[tuple[int, Member]]) -> int:
         """Remove ``(index, stored)`` jobs from a queue in one pass (`delete_from_queue.lua`);
-        returns how many were still there."""
+        returns how many were still there. Unique jobs free their locks."""
         if not found:
             return 0
         args: list[Any] = [f"djqueue-deleted-{uuid.uuid4().hex}"]
         for index, stored in found:
             args += (index, stored)
+        args.append(self.keys.status_prefix)
         return int(DELETE_FROM_QUEUE(self.redis, [self.keys.queue(queue)], args))
 
     def delete_from_set(self, source: str, members: Sequence[Member]) -> int:
-        """Remove entries from a sorted set; returns how many were still there."""
+        """Remove entries from a sorted set; returns how many were still there. Unique jobs
+        free their locks (`delete_from_set.lua`)."""
         if not members:
             return 0
-        return int(self.redis.zrem(source, *members))
+        return int(DELETE_FROM_SET(self.redis, [source], [*members, self.keys.status_prefix]))
 
     def clear_queue(self, queue: str) -> int:
         """Delete a queue and forget its name; returns how many jobs it held."""

@@ -90,6 +90,10 @@ class Keys:
         #: Prefix of the job status hashes ``status:JID`` (tracked jobs only: those pushed
         #: with a ``retention``) and of their ``status:JID:done`` lists (see lua/status.lua).
         self.status_prefix = o + "status:"
+        #: Prefix of the unique jobs' locks ``unique:DIGEST`` (string: the jid holding it,
+        #: with the lock's lifetime; `djqueue.unique`). lua/unique.lua makes the same name
+        #: from `status_prefix`, its sibling, which every script receives.
+        self.unique_prefix = o + "unique:"
         #: Hash: the transactional outbox as the last relay round saw it (``size``,
         #: ``oldest`` created_at, ``at``, ``process``), for ``djqueue stats``.
         self.outbox = o + "outbox"
@@ -146,6 +150,10 @@ class Keys:
     def status(self, jid: str) -> str:
         """A tracked job's status hash: state, times, attempts, error, result."""
         return f"{self.status_prefix}{jid}"
+
+    def unique(self, digest: str) -> str:
+        """A unique job's lock: the jid of the job holding it (`djqueue.unique`)."""
+        return f"{self.unique_prefix}{digest}"
 
     def status_done(self, jid: str) -> str:
         """A one-element list pushed when the tracked job finishes; result() blocks on it."""

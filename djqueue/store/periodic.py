@@ -35,8 +35,9 @@ from .periodic_layout import PeriodicLayout, detect
 from .replies import text
 from .scripts import PERIODIC_FIRE, PERIODIC_SAVE, PERIODIC_STATUS
 
-#: What `PeriodicStore.fire` answers.
-FIRED, CLAIMED_BEFORE, DISABLED, GONE = 1, 0, -1, -2
+#: What `PeriodicStore.fire` answers (`NOT_UNIQUE`: the tick is claimed, the job not pushed,
+#: as another job holds its unique lock).
+FIRED, CLAIMED_BEFORE, DISABLED, GONE, NOT_UNIQUE = 1, 0, -1, -2, 2
 #: The type each key of an entry must have (or be absent), as ``TYPE`` names it.
 HASH, ZSET, LIST = "hash", "zset", "list"
 
@@ -215,7 +216,7 @@ class PeriodicStore:
         """Push ``job`` (its JSON) to ``queue`` for the tick ``tick`` (epoch, ISO), unless the
         tick was claimed before or the job is disabled; ``tick=None`` runs it now, unclaimed.
         ``enqueued`` is the run's time as sidekiq-cron writes it. Returns `FIRED`,
-        `CLAIMED_BEFORE`, `DISABLED` or `GONE`."""
+        `CLAIMED_BEFORE`, `DISABLED`, `GONE` or `NOT_UNIQUE`."""
         k, at = self.keys, self.layout()
         entry = json.dumps({"jid": jid, "enqueued": enqueued}, separators=(",", ":"))
         return int(

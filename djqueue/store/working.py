@@ -149,7 +149,9 @@ class WorkingLists:
         """Wait up to ``timeout`` seconds for a job on queue ``name`` and take it (BLMOVE,
         atomic like `take`); None when none came. Returns (job JSON, recovered) as `take`
         does: a job pushed back after a crash goes straight to an idle peer waiting here, so
-        it is looked up in ``recoveries`` too (one more round trip, on the idle path only)."""
+        it is looked up in ``recoveries`` too (one more round trip, on the idle path only). A
+        tracked job, or a unique job that frees its lock at its start, costs one more
+        (``started.lua``)."""
         found: Any = self.redis.blmove(
             self.queue_keys[name],
             self.working[name],
@@ -165,7 +167,7 @@ class WorkingLists:
         except (ValueError, RecursionError, AttributeError):
             jid = None
         recovered = isinstance(jid, str) and self._recovering(jid)
-        if b'"retention":' in raw:
+        if b'"retention":' in raw or b'"unique_until":"start"' in raw:
             found = STARTED(self.redis, [], [raw, self.identity, self.keys.status_prefix])
             bad_keys.report(bad_keys.pairs(found))
         return raw, recovered

@@ -8,8 +8,11 @@ as Sidekiq's Web UI does, instead of an error.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
+from typing import Any
 
+from .. import unique
 from ..api import JobRecord, Queue, SortedEntry, SortedSet
 from ..config import Settings
 from . import display
@@ -80,6 +83,7 @@ def job_page(
         rows.append(Field(_("Retry"), json.dumps(retry)))
     if record.tags:
         rows.append(Field(_("Tags"), ",, ".join(record.tags)))
+    rows += unique_fields(record.item, record.jid or "", settings)
     error = f"{record.error_class}: {record.error_message or ''}" if record.has_error else ""
     problem = record.parse_error or ("not a job" if record.is_malformed else "")
     payload = display.payload_text(record.item, show_args) if record.item else record.value
@@ -98,6 +102,30 @@ def job_page(
         actions=actions_for(kind),
         lifecycle=_lifecycle(record.jid or "", settings),
     )
+
+
+def unique_fields(item: dict[str, Any], jid: str, settings: Settings | None) -> list[Field]:
+    """A unique job's rows (`djqueue.unique`): its rule, and its lock as Redis holds it now
+    (one round trip, only for a unique job); empty for any other job."""
+    found = unique.lock(item, settings)
+    if found is None:
+        return []
+    until = "it starts" if item.get("unique_until") == "start" else "it succeeds"
+    seconds = item.get("unique_for")
+    rule = f"until {until}" + (
+        f", for {display.span(seconds)} at most" if isinstance(seconds, (int, float)) else ""
+    )
+    rows = [Field("Unique", rule)]
+    if found.problem:
+        rows.append(Field("Unique lock", found.problem))
+    elif not found.holder:
+        rows.append(Field("Unique lock", "free: a push of the same job would be accepted"))
+    else:
+        holder = "this job" if found.holder == jid else f"job {found.holder}"
+        rows.append(Field("Unique lock", f"held by {holder}"))
+        if found.ttl is not None:
+            rows.append(time_field("Unique lock expires", time.time() + found.ttl))
+    return rows
 
 
 def _lifecycle(jid: str, settings: Settings | None) -> list[Field]:

@@ -231,3 +231,13 @@ def test_a_model_instance_as_argument_gets_a_hint(r):
     order = Order(name="not saved", pk=7)
     with pytest.raises(TypeError, match=r"pass its primary key \(e.g. user.pk\)"):
         mark_order.perform_later(order)
+
+
+def test_a_unique_job_held_for_the_commit_is_skipped_then_if_its_lock_is_held(r):
+    once = mark_order.set(unique_for=60)
+    with transaction.atomic():
+        first = once.perform_later(1)
+        second = once.perform_later(1)  # the jid at once: the lock is taken at the commit
+        assert first and second and queued(r) == []
+    assert [job["jid"] for job in queued(r)] == [first]
+    assert once.perform_later(1) is None  # outside a transaction: skipped at once

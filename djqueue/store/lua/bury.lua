@@ -11,13 +11,15 @@
 -- Returns {how many were buried, the bad keys met}. With no pairs, the call only trims the
 -- set. A dead key that is not a sorted set buries nothing: the jobs stay where they are (a
 -- ZADD failing after their removal would lose them). A tracked job asked to stop while it ran
--- leaves its working list without being buried: it ends cancelled.
+-- leaves its working list without being buried: it ends cancelled. A unique job buried (or
+-- ending cancelled) frees its lock (unique.lua).
 --
 -- A job is buried only if this call removed it from its source, so two callers racing (two
 -- admins, an admin and the poller, a retried call whose first reply was lost) bury it once.
 -- The trim drops what is older than the dead timeout, then all but the newest jobs.
 
 --!include status
+--!include unique
 local status_prefix = table.remove(ARGV)
 local kind, now = ARGV[1], ARGV[2]
 local buried = 0
@@ -32,6 +34,7 @@ for i = 5, #ARGV, 2 do
     removed = redis.call('ZREM', KEYS[2], ARGV[i])
   end
   if removed == 1 then
+    unique_release(status_prefix, ARGV[i + 1], 'end')
     local job = status_job(ARGV[i + 1])
     -- A job asked to stop while it ran (its retries used up, a poison job) stays out of
     -- `dead`: status_finished ends it cancelled with its error, as `cancel` answered.

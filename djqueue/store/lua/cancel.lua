@@ -7,8 +7,10 @@
 -- KEYS[1] = the queue or sorted set holding the job (any key for 'running').
 -- ARGV[1] = 'list', 'zset', 'running' or 'held'; ARGV[2] = the member as stored (the jid
 -- for 'running' and 'held'); ARGV[3] = the status key prefix.
+-- A unique job removed from where it waits frees its lock (unique.lua).
 -- Returns 1 when done, 0 when the job was not there (any more) or not running.
 --!include status
+--!include unique
 local status_prefix = table.remove(ARGV)
 local kind, member = ARGV[1], ARGV[2]
 if kind == 'running' or kind == 'held' then
@@ -29,6 +31,7 @@ end
 if removed == 0 then
   return 0
 end
+unique_release(status_prefix, member, 'end')
 local job = status_job(member)
 if job then
   status_finished(status_prefix, job, 'cancelled')

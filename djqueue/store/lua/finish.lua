@@ -8,12 +8,14 @@
 -- (field, value) pairs for the status hash (result, error_class, ...), then the status key
 -- prefix. Returns {1, the bad keys met (bad_keys.lua)}, or {0} when the job had left the
 -- working list already (pushed back at a shutdown: it runs again, and its status says
--- 'pending').
+-- 'pending'). A unique job frees its lock (unique.lua).
 --!include status
+--!include unique
 local status_prefix = table.remove(ARGV)
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return {0}
 end
+unique_release(status_prefix, ARGV[1], 'end')
 local job = status_job(ARGV[1])
 if job then
   status_finished(status_prefix, job, ARGV[2], unpack(ARGV, 3, #ARGV))

@@ -15,9 +15,11 @@
 -- A tick that falls while the job is disabled is claimed as skipped, so that enabling the job
 -- later never fires it as a missed tick.
 -- Returns 1 when pushed, 0 when the tick was claimed before (or, skipping, the job is enabled
--- after all), -1 when the job is disabled, -2 when it no longer exists. A key of the wrong type
+-- after all), -1 when the job is disabled, -2 when it no longer exists, 2 when the tick was
+-- claimed but the job not pushed: it is unique (unique.lua) and another job holds its lock. A key of the wrong type
 -- is an error reply naming it, given before the first write: no tick is claimed unpushed.
 --!include status
+--!include unique
 local status_prefix = table.remove(ARGV)
 local expected = {'hash', 'zset', 'list', 'set', 'list'}
 local function wrong(i)
@@ -53,6 +55,10 @@ if ARGV[1] ~= '' then
   if ARGV[4] == '' then return 0 end
   if redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 0 end
   redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, '(' .. (tonumber(ARGV[1]) - tonumber(ARGV[8])))
+end
+local unique = unique_job(ARGV[4])
+if unique and unique_claim(status_prefix, unique, 0) then
+  return 2
 end
 redis.call('LPUSH', KEYS[5], ARGV[4])
 redis.call('SADD', KEYS[4], ARGV[3])

@@ -10,9 +10,14 @@
 -- Every key's type is checked before the first write: Redis does not roll a script back, so a
 -- WRONGTYPE error halfway would leave some jobs written while the caller sees a failure.
 -- LPUSH and ZADD take the values in slices because unpack() is limited to a few thousand values.
+-- Unique jobs (unique.lua) take their locks after the checks, before anything is written: a
+-- job whose lock another job holds is left out (its status untouched), and the reply names it.
+-- Returns {how many jobs were written, {jid, holder's jid, ...} of the jobs left out, the bad
+-- keys met}.
 
 local SLICE = 4000
 --!include status
+--!include unique
 local status_prefix = table.remove(ARGV)
 
 local function check(key, want)
@@ -46,36 +51,83 @@ if first_scheduled <= #ARGV then
   if err then return err end
 end
 
-local at = first_json
-for q = 1, nqueues do
-  local count = tonumber(ARGV[1 + 2 * q])
-  redis.call('SADD', KEYS[1], ARGV[2 * q])
-  local stop = at + count - 1
-  while at <= stop do
-    local last = math.min(at + SLICE - 1, stop)
-    redis.call('LPUSH', KEYS[2 + q], unpack(ARGV, at, last))
-    at = last + 1
-  end
-end
-while at <= #ARGV do
-  local last = math.min(at + SLICE - 1, #ARGV)
-  redis.call('ZADD', KEYS[2], unpack(ARGV, at, last))
-  at = last + 1
+-- Locks: `out` holds the ARGV positions left out (both of a scheduled pair), nil if none.
+local out, skipped = nil, {}
+local now
+local function claim(i, json, wait)
+  local unique = unique_job(json)
+  if not unique then return true end
+  local holder = unique_claim(status_prefix, unique, wait)
+  if not holder then return true end
+  out = out or {}
+  out[i] = true
+  skipped[#skipped + 1] = unique['jid']
+  skipped[#skipped + 1] = holder
+  return false
 end
 for i = first_json, first_scheduled - 1 do
-  local job = status_job(ARGV[i])
+  claim(i, ARGV[i], 0)
+end
+for i = first_scheduled, #ARGV, 2 do
+  if string.find(ARGV[i + 1], '"unique_digest":', 1, true) then
+    now = now or tonumber(redis.call('TIME')[1])
+    if not claim(i, ARGV[i + 1], tonumber(ARGV[i]) - now) then
+      out[i + 1] = true
+    end
+  end
+end
+
+-- ARGV[first..last] without the positions left out, sent with COMMAND to KEY in slices.
+local function write(command, key, first, last)
+  local values, from, to = ARGV, first, last
+  if out then
+    values = {}
+    for i = first, last do
+      if not out[i] then values[#values + 1] = ARGV[i] end
+    end
+    from, to = 1, #values
+  end
+  while from <= to do
+    local stop = math.min(from + SLICE - 1, to)
+    redis.call(command, key, unpack(values, from, stop))
+    from = stop + 1
+  end
+end
+
+local at = first_json
+local written = 0
+for q = 1, nqueues do
+  local count = tonumber(ARGV[1 + 2 * q])
+  local before = written
+  local stop = at + count - 1
+  for i = at, stop do
+    if not (out and out[i]) then written = written + 1 end
+  end
+  if written > before then
+    redis.call('SADD', KEYS[1], ARGV[2 * q])
+    write('LPUSH', KEYS[2 + q], at, stop)
+  end
+  at = stop + 1
+end
+if at <= #ARGV then
+  for i = at, #ARGV, 2 do
+    if not (out and out[i]) then written = written + 1 end
+  end
+  write('ZADD', KEYS[2], at, #ARGV)
+end
+for i = first_json, first_scheduled - 1 do
+  local job = not (out and out[i]) and status_job(ARGV[i])
   if job then
     status_moving(status_prefix, job, 'pending', 0, 'enqueued_at', status_text(job['enqueued_at']),
       'payload', ARGV[i])
   end
 end
-local now
 for i = first_scheduled, #ARGV, 2 do
-  local job = status_job(ARGV[i + 1])
+  local job = not (out and out[i]) and status_job(ARGV[i + 1])
   if job then
     now = now or tonumber(redis.call('TIME')[1])
     status_moving(status_prefix, job, 'scheduled', tonumber(ARGV[i]) - now,
       'scheduled_at', ARGV[i], 'created_at', status_text(job['created_at']), 'payload', ARGV[i + 1])
   end
 end
-return total + (#ARGV - first_scheduled + 1) / 2
+return {written, skipped, bad_keys}

@@ -14,7 +14,9 @@
 -- Then pairs (pair number, job JSON): unstarted jobs, moved from the working list back to the
 -- front of their queue (only if still there, so never twice), newest first.
 -- Then the status key prefix and this process's identity: a tracked job taken becomes 'active'
--- (its attempts counted, the process named), one pushed back 'pending' again.
+-- (its attempts counted, the process named), one pushed back 'pending' again. A unique job
+-- (unique.lua) acknowledged or ended frees its lock; one taken frees it when it was pushed
+-- with unique_until 'start'.
 -- Returns {how many jobs were pushed back, the pair numbers of the queues whose key this call
 -- checked, negative for one skipped because its key is not a list (space-separated), the
 -- positions (1-based) among the jobs taken of
@@ -34,6 +36,7 @@
 --!include jid_of
 
 --!include status
+--!include unique
 local identity = table.remove(ARGV)
 local status_prefix = table.remove(ARGV)
 local skipped = {}
@@ -48,10 +51,13 @@ local recoveries = KEYS[#KEYS]
 local first_end = 5 + 2 * tonumber(ARGV[3])
 local first_back = first_end + 6 * tonumber(ARGV[4])
 for i = 5, first_end - 1, 2 do
-  redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1])
+  if redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1]) == 1 then
+    unique_release(status_prefix, ARGV[i + 1], 'end')
+  end
 end
 for i = first_end, first_back - 1, 6 do
   if redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1]) == 1 then
+    unique_release(status_prefix, ARGV[i + 1], 'end')
     local tracked = status_job(ARGV[i + 1])
     if tracked then
       local fields = {}
@@ -102,6 +108,7 @@ if wanted > 0 then
         if tracked then
           status_started(status_prefix, tracked, identity)
         end
+        unique_release(status_prefix, job, 'start')
         if recovering then
           local jid = jid_of(job)
           if jid and redis.call('HEXISTS', recoveries, jid) == 1 then
