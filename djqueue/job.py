@@ -19,6 +19,7 @@ from typing import Any, ClassVar, TypeVar, overload
 from . import registry
 from .job_options import _payload_options, check_options
 from .lifecycle import JobRef
+from .limits import Limiter, job_limiters
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -179,6 +180,8 @@ class FunctionJob(JobHandle):
         super().__init__(self)
         self._retry_in = retry_in
         self._retries_exhausted = retries_exhausted
+        #: The limiters the job enters before it runs (`djqueue.limits`).
+        self.job_limits: tuple[Limiter, ...] = ()
         #: An ``async def`` job: the worker runs it on its event loop (`djqueue.worker.aio`).
         self.job_is_async = inspect.iscoroutinefunction(func)
         self.__name__ = getattr(func, "__name__", name)
@@ -246,6 +249,8 @@ class Job:
     job_options: ClassVar[dict[str, Any]] = {}
     #: ``perform`` is ``async def``: the worker runs it on its event loop.
     job_is_async: ClassVar[bool] = False
+    #: The limiters the job enters before it runs (`djqueue.limits`).
+    job_limits: ClassVar[tuple[Limiter, ...]] = ()
     jid: str | None = None
     payload: dict[str, Any] | None = None
 
@@ -267,6 +272,8 @@ class Job:
         abstract: bool = False,
         name: str | None = None,
         cron: str | None = None,
+        concurrency: int | None = None,
+        limits: Sequence[Limiter] | None = None,
         **options: Any,
     ) -> None:
         super().__init_subclass__()
@@ -275,6 +282,8 @@ class Job:
         if abstract or cls.perform is Job.perform:
             return
         cls.job_name = name or f"{cls.__module__}.{cls.__qualname__}"
+        if concurrency is not None or limits is not None:
+            cls.job_limits = job_limiters(cls.job_name, concurrency, limits)
         registry.register(cls.job_name, cls)
         if cron is not None:
             _declare_periodic(cron, cls)
@@ -322,7 +331,9 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
     `djqueue.lifecycle`; off by default), ``name`` (the
     registered name, written as the payload's ``class``; default the dotted path),
     ``retry_for`` (seconds from the first failure during which it is retried), ``retry_queue``,
-    ``backtrace``, ``dead``, ``tags``; ``cron`` (a cron expression, optionally
+    ``backtrace``, ``dead``, ``tags``; ``concurrency`` (at most this many run at once across
+    every worker) and ``limits`` (limiters of `djqueue.limits` the job enters before it
+    runs); ``cron`` (a cron expression, optionally
     ending with a time zone: ``"0 9 * * 1-5 Europe/Paris"``) also runs the job on that
     schedule, with no arguments (see `djqueue.periodic_declaration`); for functions also
     ``retry_in`` and ``retries_exhausted`` hooks (classes define them as class methods).
@@ -330,13 +341,17 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
     retry_in = options.pop("retry_in", None)
     retries_exhausted = options.pop("retries_exhausted", None)
     cron = options.pop("cron", None)
+    concurrency = options.pop("concurrency", None)
+    limits = options.pop("limits", None)
     payload_options = check_options(_payload_options(options))
 
     def decorate(obj: Any) -> Any:
         if isinstance(obj, type):
             if retry_in or retries_exhausted:
                 raise TypeError("class jobs define retry_in/retries_exhausted as class methods")
-            cls = _class_job(obj, name, payload_options)
+            cls: Any = _class_job(obj, name, payload_options)
+            if concurrency is not None or limits is not None:
+                cls.job_limits = job_limiters(cls.job_name, concurrency, limits)
             if cron is not None:
                 _declare_periodic(cron, cls)
             return cls
@@ -344,6 +359,7 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
             raise TypeError(f"@job needs a function or a class, got {obj!r}")
         job_name = name or f"{obj.__module__}.{obj.__qualname__}"
         handle = FunctionJob(obj, job_name, payload_options, retry_in, retries_exhausted)
+        handle.job_limits = job_limiters(job_name, concurrency, limits)
         registry.register(job_name, handle)
         if cron is not None:
             _declare_periodic(cron, handle)
