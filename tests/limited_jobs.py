@@ -82,3 +82,15 @@ def in_code(n: int) -> None:
         time.sleep(0.05)
         client.decr("stripe_running")
     client.rpush("in_code_done", n)
+
+
+@djqueue.job(name="lim.ahold", concurrency=1)
+async def ahold(n: int) -> None:
+    """``hold`` as an ``async def`` job, run on the worker's event loop."""
+    import asyncio
+
+    r().rpush("aholding", n)
+    for _ in range(600):
+        if r().exists("release"):
+            return
+        await asyncio.sleep(0.05)

@@ -151,3 +151,16 @@ def check_limits_page(page: str) -> None:
     assert _cells(page, "&lt;b&gt;api&lt;/b&gt;")[3:] == ["1", "0"]
     assert "<b>api" not in page
     assert "broken" in page and "unreadable definition" in page
+
+
+def test_the_limits_command_prints_each_limiter(redis_url, r, capsys):
+    from djqueue.worker import cli
+
+    fill_limiters(r)
+    assert cli.main(["limits", "--redis-url", redis_url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["limiter", "kind", "limit", "in", "use", "refused"]
+    assert lines[1].split() == ["<b>api</b>", "bucket", "5", "per", "3600s", "1", "0"]
+    assert lines[2].split() == ["mailgun", "window", "1", "per", "60s", "1", "1"]
+    assert lines[3].split() == ["stripe", "concurrent", "3", "at", "once", "2", "0"]
+    assert lines[4].startswith("bad limiter broken: unreadable definition")

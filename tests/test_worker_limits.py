@@ -99,3 +99,15 @@ def test_a_killed_workers_slot_comes_back_within_its_lease(spawn, redis_url, r, 
     wait_for(lambda: r.llen("holding") == 2, timeout=30, what="slot back", log=other.log)
     r.set("release", 1)
     wait_for(lambda: r.zcard("djqueue:limit:t.kill") == 0, what="slot given back at the end")
+
+
+def test_an_async_job_over_its_limit_is_put_back_from_the_event_loop(worker, r):
+    worker(concurrency=2, poll_interval=0.2)
+    _push(jobs.ahold, 1)
+    wait_for(lambda: r.lrange("aholding", 0, -1) == ["1"], what="first async hold running")
+    second = _push(jobs.ahold, 2)
+    scheduled = wait_for(lambda: r.zrange("schedule", 0, -1), what="refused job put back")
+    assert [json.loads(job)["jid"] for job in scheduled] == [second]
+    r.set("release", 1)
+    wait_for(lambda: r.lrange("aholding", 0, -1) == ["1", "2"], what="second after the first")
+    assert r.zcard("retry") == 0 and r.zcard("dead") == 0
