@@ -98,6 +98,12 @@ class JobHandle:
 
     def set(self, **options: Any) -> JobHandle:
         """A handle with these options on top; any option Sidekiq's ``set`` takes works."""
+        declared = [name for name in ("concurrency", "limits") if name in options]
+        if declared:
+            raise TypeError(
+                f"{self.job_name}.set(): {', '.join(declared)} belongs to the job's declaration "
+                f"(@job({declared[0]}=...)), which every worker applies, not to one push"
+            )
         return JobHandle(self.definition, {**self.overrides, **check_options(options)})
 
     def _item(self, args: Sequence[Any]) -> dict[str, Any]:

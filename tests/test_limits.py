@@ -93,6 +93,16 @@ def test_entered_in_code_the_slot_is_held_inside_the_block_only(redis_url, r):
     assert limits.held() == before
 
 
+def test_a_limit_is_no_option_of_one_push():
+    @djqueue.job(name="limits_test.capped", concurrency=2)
+    def capped() -> None:
+        pass
+
+    assert capped.job_limits == (limits.concurrent("job:limits_test.capped", 2),)
+    with pytest.raises(TypeError, match=r"concurrency belongs to the job's declaration"):
+        capped.set(concurrency=5)
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [
