@@ -8,6 +8,8 @@ import signal
 
 import pytest
 
+import djqueue
+import djqueue.signals
 from tests import limited_jobs as jobs
 from tests.worker_support import wait_for
 
@@ -45,9 +47,18 @@ def test_a_limiter_entered_in_code_puts_the_job_back_too(worker, r):
     worker(concurrency=6, poll_interval=0.2)
     for n in range(12):
         _push(jobs.in_code, n)
-    wait_for(lambda: r.llen("in_code_done") == 12, what="every in-code job")
+    failures: list[object] = []
+    djqueue.signals.job_failed.connect(failures.append, weak=False)
+    try:
+        wait_for(lambda: r.llen("in_code_done") == 12, what="every in-code job")
+    finally:
+        djqueue.signals.job_failed.disconnect(failures.append)
     assert max(int(seen) for seen in r.lrange("stripe_seen", 0, -1)) <= jobs.STRIPE.limit
     assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+    assert int(r.hget("djqueue:limiter_hits", "t.stripe")) >= 1  # some were put back
+    assert failures == []  # and none of those counted as failed
+    wait_for(lambda: int(r.get("stat:processed") or 0) >= 12, what="counts flushed")
+    assert int(r.get("stat:failed") or 0) == 0
 
 
 @pytest.mark.slow
