@@ -48,11 +48,15 @@ def test_a_limiter_entered_in_code_puts_the_job_back_too(worker, r):
     for n in range(12):
         _push(jobs.in_code, n)
     failures: list[object] = []
-    djqueue.signals.job_failed.connect(failures.append, weak=False)
+
+    def failed(sender: object, **kwargs: object) -> None:
+        failures.append(sender)
+
+    djqueue.signals.job_failed.connect(failed)
     try:
         wait_for(lambda: r.llen("in_code_done") == 12, what="every in-code job")
     finally:
-        djqueue.signals.job_failed.disconnect(failures.append)
+        djqueue.signals.job_failed.disconnect(failed)
     assert max(int(seen) for seen in r.lrange("stripe_seen", 0, -1)) <= jobs.STRIPE.limit
     assert r.zcard("retry") == 0 and r.zcard("dead") == 0
     assert int(r.hget("djqueue:limiter_hits", "t.stripe")) >= 1  # some were put back
