@@ -80,6 +80,26 @@ def push_figures(tree: Path, url: str, jobs: int) -> dict[str, float]:
     return figures
 
 
+def bench_job(
+    name: str, args: list[object], n: int, now: float, fields: dict[str, object] | None = None
+) -> str:
+    """The JSON of the ``n``-th job of a bench run in ``default``, as the client writes it
+    (no retries: a bench job that fails is a bench bug, not a figure)."""
+    return json.dumps(
+        {
+            "class": name,
+            "args": args,
+            "jid": f"{n:024x}",
+            "queue": "default",
+            "retry": False,
+            "created_at": now,
+            "enqueued_at": now,
+            **(fields or {}),
+        },
+        separators=(",", ":"),
+    )
+
+
 def drain_rate(
     tree: Path,
     url: str,
@@ -97,19 +117,7 @@ def drain_rate(
     now = time.time()
 
     def job(name: str, args: list[object], n: int) -> str:
-        return json.dumps(
-            {
-                "class": name,
-                "args": args,
-                "jid": f"{n:024x}",
-                "queue": "default",
-                "retry": False,
-                "created_at": now,
-                "enqueued_at": now,
-                **(fields or {}),
-            },
-            separators=(",", ":"),
-        )
+        return bench_job(name, args, n, now, fields)
 
     pipe = r.pipeline(transaction=False)
     pipe.sadd("queues", "default")

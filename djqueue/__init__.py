@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from . import limits
 from .client import Client
 from .config import Settings, configure, get_settings
 from .errors import (
@@ -16,6 +17,7 @@ from .errors import (
     JobFailed,
     JobNotTracked,
     MalformedJob,
+    OverLimit,
     PayloadTooLarge,
     PoolExhausted,
     RedisUnavailable,
@@ -46,6 +48,7 @@ __all__ = [
     "JobRef",
     "JobStatus",
     "MalformedJob",
+    "OverLimit",
     "PayloadTooLarge",
     "PoolExhausted",
     "RedisUnavailable",
@@ -59,6 +62,7 @@ __all__ = [
     "current_job",
     "get_settings",
     "job",
+    "limits",
     "result",
     "server_middleware",
     "periodic",

@@ -161,3 +161,16 @@ class TimeLimitExceeded(DjQueueError):
             message = self.pending.pop(threading.get_ident(), None)
             args = () if message is None else (message,)
         super().__init__(*args)
+
+class OverLimit(DjQueueError):
+    """A limiter (`djqueue.limits`) refused: its concurrency slots are taken, its window or
+    its bucket is spent. Raised by ``with djqueue.limits.concurrent(...)`` when it is full;
+    in a worker the job is then put back a little later (not a failure, no retry counted),
+    so it does not hold a processor thread while it waits. ``retry_after`` is the suggested
+    wait in seconds."""
+
+    def __init__(self, name: str, kind: str, retry_after: float) -> None:
+        self.name = name
+        self.kind = kind
+        self.retry_after = retry_after
+        super().__init__(f"limiter {name!r} ({kind}) is full; try again in {retry_after:.1f}s")

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, TypeVar, overload
 from . import registry, unique
 from .job_options import _payload_options, check_options
 from .lifecycle import JobRef
+from .limits import Limiter, job_limiters
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -97,6 +98,12 @@ class JobHandle:
 
     def set(self, **options: Any) -> JobHandle:
         """A handle with these options on top; any option Sidekiq's ``set`` takes works."""
+        declared = [name for name in ("concurrency", "limits") if name in options]
+        if declared:
+            raise TypeError(
+                f"{self.job_name}.set(): {', '.join(declared)} belongs to the job's declaration "
+                f"(@job({declared[0]}=...)), which every worker applies, not to one push"
+            )
         return JobHandle(self.definition, {**self.overrides, **check_options(options)})
 
     def _item(self, args: Sequence[Any]) -> dict[str, Any]:
@@ -182,6 +189,8 @@ class FunctionJob(JobHandle):
         super().__init__(self)
         self._retry_in = retry_in
         self._retries_exhausted = retries_exhausted
+        #: The limiters the job enters before it runs (`djqueue.limits`).
+        self.job_limits: tuple[Limiter, ...] = ()
         #: An ``async def`` job: the worker runs it on its event loop (`djqueue.worker.aio`).
         self.job_is_async = inspect.iscoroutinefunction(func)
         self.__name__ = getattr(func, "__name__", name)
@@ -249,6 +258,8 @@ class Job:
     job_options: ClassVar[dict[str, Any]] = {}
     #: ``perform`` is ``async def``: the worker runs it on its event loop.
     job_is_async: ClassVar[bool] = False
+    #: The limiters the job enters before it runs (`djqueue.limits`).
+    job_limits: ClassVar[tuple[Limiter, ...]] = ()
     jid: str | None = None
     payload: dict[str, Any] | None = None
     #: What counts for a unique job's lock (`djqueue.unique`): a callable given the argument
@@ -274,6 +285,8 @@ class Job:
         name: str | None = None,
         cron: str | None = None,
         unique_args: Callable[[list[Any]], Any] | None = None,
+        concurrency: int | None = None,
+        limits: Sequence[Limiter] | None = None,
         **options: Any,
     ) -> None:
         super().__init_subclass__()
@@ -285,6 +298,8 @@ class Job:
         if abstract or cls.perform is Job.perform:
             return
         cls.job_name = name or f"{cls.__module__}.{cls.__qualname__}"
+        if concurrency is not None or limits is not None:
+            cls.job_limits = job_limiters(cls.job_name, concurrency, limits)
         registry.register(cls.job_name, cls)
         if cron is not None:
             _declare_periodic(cron, cls)
@@ -337,24 +352,30 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
     ``unique_for`` (seconds or a timedelta: while a job with the same class, queue and
     arguments waits or runs, another push of it is skipped; see `djqueue.unique`),
     ``unique_until`` (``"success"`` or ``"start"``) and ``unique_args`` (a callable choosing
-    the arguments that count); ``cron`` (a cron expression, optionally ending with a time
-    zone: ``"0 9 * * 1-5 Europe/Paris"``) also runs the job on that schedule, with no
-    arguments (see `djqueue.periodic_declaration`); for functions also ``retry_in`` and
+    the arguments that count); ``concurrency`` (at most this many run at once across every
+    worker) and ``limits`` (limiters of `djqueue.limits` the job enters before it runs);
+    ``cron`` (a cron expression, optionally ending with a time zone:
+    ``"0 9 * * 1-5 Europe/Paris"``) also runs the job on that schedule, with no arguments
+    (see `djqueue.periodic_declaration`); for functions also ``retry_in`` and
     ``retries_exhausted`` hooks (classes define them as class methods).
     """
     retry_in = options.pop("retry_in", None)
     retries_exhausted = options.pop("retries_exhausted", None)
     cron = options.pop("cron", None)
     unique_args = unique.check_unique_args(options.pop("unique_args", None))
+    concurrency = options.pop("concurrency", None)
+    limits = options.pop("limits", None)
     payload_options = check_options(_payload_options(options))
 
     def decorate(obj: Any) -> Any:
         if isinstance(obj, type):
             if retry_in or retries_exhausted:
                 raise TypeError("class jobs define retry_in/retries_exhausted as class methods")
-            cls = _class_job(obj, name, payload_options)
+            cls: Any = _class_job(obj, name, payload_options)
             if unique_args is not None:
-                cls.unique_args = staticmethod(unique_args)  # type: ignore[attr-defined]
+                cls.unique_args = staticmethod(unique_args)
+            if concurrency is not None or limits is not None:
+                cls.job_limits = job_limiters(cls.job_name, concurrency, limits)
             if cron is not None:
                 _declare_periodic(cron, cls)
             return cls
@@ -364,6 +385,7 @@ def job(target: Any = None, /, *, name: str | None = None, **options: Any) -> An
         handle = FunctionJob(
             obj, job_name, payload_options, retry_in, retries_exhausted, unique_args
         )
+        handle.job_limits = job_limiters(job_name, concurrency, limits)
         registry.register(job_name, handle)
         if cron is not None:
             _declare_periodic(cron, handle)

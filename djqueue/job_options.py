@@ -111,7 +111,7 @@ def _payload_options(options: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise TypeError(
             f"unknown job option(s) {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(PAYLOAD_OPTIONS)}, name, cron, retry_in, retries_exhausted, "
-            f"unique_args"
+            f"known: {', '.join(PAYLOAD_OPTIONS)}, name, cron, concurrency, limits, retry_in, "
+            "retries_exhausted, unique_args"
         )
     return dict(options)

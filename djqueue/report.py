@@ -49,6 +49,39 @@ def queues(settings: Settings | None = None) -> str:
     return "\n".join(lines)
 
 
+def limits(settings: Settings | None = None) -> str:
+    """``djqueue limits``: every limiter of `djqueue.api.limits.limiters` (the Limits page's
+    read), one per line, then what is wrong with a limiter that cannot be read."""
+    from .api.limits import limiters
+
+    found = limiters(settings)
+    if not found:
+        return "no limiter was used in the last week"
+    rows = [("limiter", "kind", "limit", "in use", "refused")]
+    for limiter in found:
+        if limiter.problem:
+            continue
+        per = f" per {limiter.per:g}s" if limiter.kind != "concurrent" else " at once"
+        rows.append(
+            (
+                limiter.name,
+                limiter.kind,
+                f"{limiter.limit}{per}",
+                f"{limiter.used:g}",
+                str(limiter.hits),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(text.ljust(width) for text, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    lines += [
+        f"bad limiter {limiter.name}: {limiter.problem}" for limiter in found if limiter.problem
+    ]
+    return "\n".join(lines)
+
+
 def periodic(settings: Settings | None = None, now: float | None = None) -> str:
     """``djqueue periodic``: every periodic job with its state, schedule, last and next run;
     then, for each bad entry (never fired by djqueue), what is wrong with it."""

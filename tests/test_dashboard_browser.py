@@ -46,6 +46,7 @@ from tests.browser import (
     log_in,
     update_docs_screenshot,
 )
+from tests.test_limits import check_limits_page, fill_limiters
 from tests.worker_support import Running, wait_for
 
 if TYPE_CHECKING:
@@ -644,3 +645,20 @@ def test_a_hostile_job_is_text_on_every_page(
     page.context.close()
     assert dialogs == []
     assert problems.take() == []
+
+
+# -- limits -----------------------------------------------------------------------------------
+
+
+def test_limits_page_shows_each_limiter_its_use_and_refusals(
+    page: Page, mount: Mount, r: redis.Redis
+) -> None:
+    fill_limiters(r)
+    go(page, mount.url("limits"))
+    check_limits_page(page.content())
+    used = page.locator('#result_list tr[data-name="stripe"] meter')
+    assert (used.get_attribute("value"), used.get_attribute("max")) == ("2", "3")
+    expect(page.locator("nav.djqueue-nav .active")).to_contain_text("Limits")
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        shoot(page, mount, f"limits-{scheme}")

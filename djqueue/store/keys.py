@@ -46,6 +46,9 @@ METRICS_MINUTE_TTL = 8 * 3600
 METRICS_TEN_MINUTE_TTL = 3 * 24 * 3600
 #: Seconds the upgrade step's lock is held at most (a crashed holder frees it by then).
 UPGRADE_LOCK_TTL = 60
+#: Seconds the limiters' definitions and hit counters live after a limiter was last used
+#: (the Limits page lists a limiter no worker has used for a week no more).
+LIMITERS_TTL = 7 * 24 * 3600
 
 #: Where djqueue's own keys sit, after the namespace: one recognisable word that no Sidekiq
 #: key starts with (an identity is ``HOST:PID:NONCE``, so even a host named ``djqueue`` gives
@@ -102,6 +105,10 @@ class Keys:
         #: String: the layout (`LAYOUT`) whose upgrade step has completed once; while it is
         #: missing, a starting worker looks for layout 1's status keys.
         self.layout = o + "layout"
+        #: Hash: limiter name -> its definition (JSON: kind, limit, per), as last entered.
+        self.limiters = o + "limiters"
+        #: Hash: limiter name -> times it refused a job (the Limits page's "hits").
+        self.limiter_hits = o + "limiter_hits"
 
     def job_metrics(self, bucket: str) -> str:
         """Sidekiq 8's hash of per-class counts for one time bucket (``j|250214|8:43``)."""
@@ -122,6 +129,11 @@ class Keys:
         """djqueue's own keys as layout 1 named them (``NS:status:JID``, ``NS:recoveries``,
         ``NS:working:IDENTITY:QUEUE``, ...): what processes of an earlier version write."""
         return Keys(self.namespace, own="")
+
+    def limiter(self, name: str) -> str:
+        """A limiter's state (`djqueue.store.limits`): a concurrency limiter's leases or a
+        window's grants (sorted sets), a bucket's tokens (hash)."""
+        return f"{self.own_prefix}limit:{name}"
 
     def queue(self, name: str) -> str:
         return f"{self.prefix}queue:{name}"

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 from ..errors import RedisUnavailable
 from . import assets, forms
 from . import busy as web_busy
+from . import limits as web_limits
 from . import metrics as web_metrics
 from . import periodic as web_periodic
 from . import queues as web_queues
@@ -224,3 +225,9 @@ def metrics(req: WebRequest) -> Result:
         for row, job in zip(found.rows, filters, strict=True)
     ]
     return Render("metrics.html", gettext("Metrics"), {"metrics": found, "rows": links})
+
+
+def limits(req: WebRequest) -> Result:
+    """Every limiter: its kind, limit, use now and how often it refused a job."""
+    found = web_limits.limits_page(req.settings)
+    return Render("limits.html", gettext("Limits"), {"limits": found})

@@ -60,6 +60,7 @@ TABS = (
     Tab("periodic", _("Periodic"), "periodicjob", "periodic"),
     Tab("busy", _("Busy"), "busy", "busy"),
     Tab("metrics", _("Metrics"), "metrics", "metrics"),
+    Tab("limits", _("Limits"), "limits", "limits"),
 )
 POST = ("GET", "POST")
 BOTH = ("change", "delete")
@@ -82,6 +83,7 @@ ROUTES = (
     Route("periodic_entry", "periodic", "<path:name>", handlers.periodic_entry, POST, BOTH),
     Route("busy", "busy", "", handlers.busy, POST, ("change",)),
     Route("metrics", "metrics", "", handlers.metrics),
+    Route("limits", "limits", "", handlers.limits),
 )
 TAB = {tab.name: tab for tab in TABS}
 ROUTE = {route.name: route for route in ROUTES}

@@ -450,6 +450,7 @@ REPORTS = {
     "periodic": "list periodic jobs (last and next run), or enable, disable, run or delete one",
     "metrics": "print the figures in Prometheus' text exposition format (needs the "
     "prometheus extra): for a textfile collector or a sidecar",
+    "limits": "print each limiter's kind, limit, use now and refusals",
     "health": "exit 0 when the worker on this host beat recently and is not stuck, else 1 "
     "with the reason (a probe's command)",
 }
@@ -555,6 +556,8 @@ def run_report(
         return Report(code, text, source, error=code != 0)
     if command == "stats":
         return Report(0, reports.stats(effective, outbox), source)
+    if command == "limits":
+        return Report(0, reports.limits(effective), source)
     if command == "metrics":
         from ..contrib.prometheus import exposition
 

@@ -3,7 +3,8 @@
 One script call per beat (`djqueue.store.ProcessStore.beat`, Sidekiq's layout, docs/design.md):
 the stats counted since the last beat, the busy-work hash, the ``processes`` set, the identity
 hash, this process's entry in the working-lists index, and one remote signal popped from
-``IDENTITY-signals``. A process that stops beating disappears: its hashes expire after 60 s and
+``IDENTITY-signals``; while it holds concurrency slots (`djqueue.limits`), a second call
+renews their leases. A process that stops beating disappears: its hashes expire after 60 s and
 the janitor removes it from ``processes``.
 """
 
@@ -17,9 +18,10 @@ from typing import Any
 
 import redis
 
-from .. import health, running
+from .. import health, limits, running
 from ..payload import dumps
 from ..store import Keys, ProcessStore, StatusStore
+from ..store.limits import LimitStore
 from .backoff import REDIS_ERRORS
 from .component import Component
 from .fetch import Fetcher
@@ -70,6 +72,7 @@ class Heartbeat:
         self.redis = redis_client
         self.store = ProcessStore(redis_client, keys)
         self.status = StatusStore(redis_client, keys)
+        self.limits = LimitStore(redis_client, keys)
         self.identity = identity
         self.info_json = json.dumps(info, separators=(",", ":"))
         #: Also a field of its own: Sidekiq 8.1.2+ reads the threads there, not in ``info``.
@@ -121,6 +124,9 @@ class Heartbeat:
                 self.tally.metrics.give_back(metrics)
             raise
         self.peers = sorted(set(peers) | {self.identity})
+        held = limits.held()
+        if held:
+            self.limits.renew(held, limits.lease_seconds(self.interval))
         tracked = [w["payload"] for w in busy.values() if b'"retention":' in w["payload"]]
         if tracked:
             self.check_cancels(tracked)

@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from .. import signals
+from ..errors import OverLimit
 from .fetch import Unit
 from .log import bind_job, job_context, logger
 
@@ -83,6 +84,10 @@ class JobLogger:
             started = time.perf_counter()
             try:
                 yield
+            except OverLimit as exc:  # put back by settling (djqueue.limits), not a failure
+                if info:
+                    _info(f"put back: {exc}", time.perf_counter() - started)
+                raise
             except BaseException as exc:
                 self.failed(exc, started, info)
                 raise
@@ -130,6 +135,8 @@ class JobSignals:
         started = self.started(payload)
         try:
             yield
+        except OverLimit:
+            raise  # put back, not failed (djqueue.limits)
         except BaseException as exc:
             self.failed(payload, exc, started)
             raise

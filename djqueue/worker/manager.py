@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from .. import limits
 from ..config import Settings
 from ..store import JobStore
 from . import around
@@ -22,6 +23,7 @@ from .buffer import JobBuffer
 from .fetch import Fetcher
 from .job_logger import JobLogger, JobSignals
 from .lifecycle import Lifecycle
+from .limit_step import LimitStep
 from .log import logger
 from .memory import MemoryLimit
 from .processor import Processor
@@ -75,7 +77,8 @@ class Manager:
         """The steps around every job, outermost first: the user's and a framework's
         (`djqueue.worker.around`), the recovery guard (which passes jobs that were not pushed
         back after a crash), the memory limit, then settling (it sees what the inner steps
-        already reported), the log lines, the signals, the tally (with the per-job metrics,
+        already reported; it puts back a job its limiters refused), the limiters, the log
+        lines, the signals, the tally (with the per-job metrics,
         `djqueue.worker.metrics`), the job's status, and innermost the time limit, so that
         what it raises is the job's failure to every step around."""
         guard = RecoveryGuard(self.settle, self.buffer, self.jobs_running)
@@ -84,6 +87,7 @@ class Manager:
             guard,
             *([memory] if memory is not None else []),
             SettleStep(self.settle),
+            LimitStep(self.settle.limits, limits.lease_seconds(self.settings.heartbeat_interval)),
             JobLogger(),
             JobSignals(),
             self.tally,

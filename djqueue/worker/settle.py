@@ -1,6 +1,7 @@
 """Settling a failed job: the one place that decides where it goes and writes it there.
 
-Every way a job fails ends here: it raised (the settle step), its processor thread died with it
+Every way a job fails ends here (and a job a limiter refused, which is put back:
+`djqueue.limits`): it raised (the settle step), its processor thread died with it
 or the event loop lost it (`Settle.crashed`), its process died running it too often (`died`,
 from the recovery guard), or its payload is not a job (`malformed`). The decision is
 `decide`, in Python, from the retry policy (`djqueue.retry_policy`): retry later, discard (a
@@ -16,6 +17,7 @@ moment can cause a second run but never a lost job.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -23,10 +25,11 @@ from typing import Any, NamedTuple, TypeVar
 
 from .. import registry, retry_policy, signals
 from ..config import Settings
-from ..errors import ProcessDied
+from ..errors import OverLimit, ProcessDied
 from ..payload import dumps, loads
 from ..store import JobStore, StatusStore
 from ..store.jobs import STOP_ASKED
+from ..store.limits import LimitStore
 from .backoff import keep_trying
 from .fetch import Fetcher, Unit
 from .log import logger
@@ -83,6 +86,7 @@ class Settle:
         self.stats = stats
         self.stop = stop
         self.status = StatusStore(jobs.redis, jobs.keys)
+        self.limits = LimitStore(jobs.redis, jobs.keys)
 
     def failed(self, unit: Unit, exc: BaseException) -> None:
         """The job raised ``exc``.
@@ -90,6 +94,10 @@ class Settle:
         The payload is read again from the stored JSON rather than taken from the running
         job, so changes a middleware or the job made to its dict do not leak into the retry.
         """
+        if isinstance(exc, OverLimit):
+            self._put_back(unit, exc)
+            unit.acked = True
+            return
         payload = loads(unit.raw)
         name = payload["class"]
         definition = registry.get(name)
@@ -156,6 +164,13 @@ class Settle:
         if signals.job_dead.receivers:
             text = unit.raw.decode("utf-8", "replace")
             signals.job_dead.send(None, payload=None, exception=None, raw=text)
+
+    def _put_back(self, unit: Unit, exc: OverLimit) -> None:
+        """Refused by a limiter: due again a little later (with jitter, so jobs refused
+        together do not come back together), unchanged, no retry counted."""
+        at = time.time() + exc.retry_after * random.uniform(1.0, 2.0)
+        self._write(lambda: self.limits.put_back(unit.working, unit.raw, at))
+        logger.debug("%r refused by limiter %s; due again at %.3f", unit, exc.name, at)
 
     def _retry(self, unit: Unit, payload: dict[str, Any], exc: BaseException, at: float) -> None:
         member = dumps(payload)

@@ -14,6 +14,7 @@ from asyncio import _get_running_loop
 from collections.abc import Iterator
 from typing import Any
 
+from ..errors import OverLimit
 from .fetch import Unit
 from .log import tid
 from .metrics import MetricsTally
@@ -48,6 +49,8 @@ class Tally:
         failed = False
         try:
             yield
+        except OverLimit:
+            raise  # put back by settling, not a failure: counted as processed only
         except BaseException:
             failed = True
             raise

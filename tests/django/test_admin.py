@@ -32,6 +32,7 @@ from tests.page_support import (
     send_welcome,
 )
 from tests.test_api_process import heartbeat
+from tests.test_limits import check_limits_page, fill_limiters
 from tests.worker_support import Running, wait_for
 
 pytestmark = pytest.mark.django_db
@@ -149,7 +150,16 @@ def test_dashboard_shows_counters_chart_and_redis(admin_client: Client, r: redis
 
 def test_admin_index_lists_the_pages(admin_client: Client) -> None:
     text = admin_client.get("/admin/").content.decode()
-    for page in ("dashboard", "queue", "scheduledjob", "retryjob", "deadjob", "busy", "metrics"):
+    for page in (
+        "dashboard",
+        "queue",
+        "scheduledjob",
+        "retryjob",
+        "deadjob",
+        "busy",
+        "metrics",
+        "limits",
+    ):
         assert f'href="{ADMIN}/{page}/"' in text
 
 
@@ -426,7 +436,7 @@ def test_an_embedded_sidekiq_process_offers_no_quiet_nor_stop(
 PAGES = ["dashboard/", "dashboard/live/", "queue/", "scheduledjob/", "retryjob/", "deadjob/"]
 
 
-@pytest.mark.parametrize("page", [*PAGES, "busy/", "metrics/"])
+@pytest.mark.parametrize("page", [*PAGES, "busy/", "metrics/", "limits/"])
 def test_anonymous_and_non_staff_are_sent_to_log_in(client: Client, page: str) -> None:
     response = client.get(f"{ADMIN}/{page}")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
@@ -434,7 +444,7 @@ def test_anonymous_and_non_staff_are_sent_to_log_in(client: Client, page: str) -
     assert client.get(f"{ADMIN}/{page}").status_code == 302
 
 
-@pytest.mark.parametrize("page", [*PAGES, "busy/", "metrics/"])
+@pytest.mark.parametrize("page", [*PAGES, "busy/", "metrics/", "limits/"])
 def test_staff_without_the_view_permission_is_refused(client: Client, page: str) -> None:
     client.force_login(user())
     assert client.get(f"{ADMIN}/{page}").status_code == 403
@@ -644,3 +654,11 @@ def test_metrics_page_per_class_with_links_range_and_filter(
         f"{ADMIN}/deadjob/",
     )
     assert f'href="{ADMIN}/metrics/"' in admin_client.get("/admin/").content.decode()
+
+
+def test_limits_page_lists_every_limiter_with_its_use_and_hits(
+    admin_client: Client, r: redis.Redis
+) -> None:
+    fill_limiters(r)
+    check_limits_page(admin_client.get(f"{ADMIN}/limits/").content.decode())
+    assert f'href="{ADMIN}/limits/"' in admin_client.get("/admin/").content.decode()

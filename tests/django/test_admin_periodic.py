@@ -129,6 +129,7 @@ def test_the_index_and_the_tab_bar_list_the_page(admin_client: Client) -> None:
         "Periodic",
         "Busy",
         "Metrics",
+        "Limits",
     ]
     assert 'class="active"><a href="/admin/djqueue/periodicjob/"' in nav[0]
 

@@ -33,6 +33,7 @@ from tests.page_support import (
 )
 from tests.test_api_process import heartbeat
 from tests.test_api_queue import RAILS_JOB
+from tests.test_limits import check_limits_page, fill_limiters
 from tests.worker_support import Running, wait_for
 
 
@@ -402,3 +403,13 @@ def test_metrics_page_names_a_key_of_the_wrong_type(client: Any, r: redis.Redis)
     assert page.status_code == 200
     assert f"{key}" in page.text and "WRONGTYPE" in page.text
     assert "No job ran in the last 1h." in page.text
+
+
+def test_limits_page_lists_every_limiter_with_its_use_and_hits(
+    client: Any, access: Access, r: redis.Redis
+) -> None:
+    fill_limiters(r)
+    check_limits_page(client.get("/jobs/limits").text)
+    assert 'href="/jobs/limits"' in client.get("/jobs/").text
+    access.permissions = set()
+    assert client.get("/jobs/limits").status_code == 403

@@ -70,7 +70,7 @@ def test_the_list_and_an_entry_page(client: Any, entries: None) -> None:
     assert page.status_code == 200
     nav = re.search(r'<nav class="djqueue-nav".*?</nav>', page.text, re.S)
     assert nav is not None and 'class="active"><a href="/jobs/periodic"' in nav[0]
-    assert re.findall(r">([A-Za-z]+)</a>", nav[0])[-3:] == ["Periodic", "Busy", "Metrics"]
+    assert re.findall(r">([A-Za-z]+)</a>", nav[0])[-4:] == ["Periodic", "Busy", "Metrics", "Limits"]
     names = re.findall(r'<tr data-name="([^"]+)"', page.text)
     assert names == ["noon_report", "p.tick", "weekly_report"]
     assert 'href="/jobs/periodic/p.tick"' in page.text and "pw1" not in page.text

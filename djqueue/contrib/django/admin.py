@@ -79,6 +79,7 @@ PAGES = (
     models.PeriodicJob,
     models.Busy,
     models.Metrics,
+    models.Limits,
 )
 
 

@@ -62,6 +62,11 @@ class Metrics(_Page):
         verbose_name = verbose_name_plural = "metrics"
 
 
+class Limits(_Page):
+    class Meta(_Page.Meta):
+        verbose_name = verbose_name_plural = "limits"
+
+
 class PeriodicJob(_Page):
     class Meta(_Page.Meta):
         verbose_name, verbose_name_plural = "periodic job", "periodic"
