@@ -162,6 +162,7 @@ class TimeLimitExceeded(DjQueueError):
             args = () if message is None else (message,)
         super().__init__(*args)
 
+
 class OverLimit(DjQueueError):
     """A limiter (`djqueue.limits`) refused: its concurrency slots are taken, its window or
     its bucket is spent. Raised by ``with djqueue.limits.concurrent(...)`` when it is full;
