@@ -80,7 +80,7 @@ def test_a_status_key_of_the_wrong_type_lets_its_job_run(worker, r, caplog):
     wait_for(
         lambda: r.hget(f"djqueue:status:{jid}", "state") == "completed", what="the job completed"
     )
-    assert r.lrange("out", 0, -1) == ["['after']"]
+    assert wait_for(lambda: r.lrange("out", 0, -1)) == ["['after']"]
     found = [m for m in messages(caplog) if f"djqueue:status:{jid}" in m]
     assert len(found) == 1 and "string" in found[0], found
 

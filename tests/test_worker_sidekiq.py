@@ -22,7 +22,7 @@ def test_a_job_pushed_by_sidekiqs_client_runs(worker, redis_url, r):
 
 def test_sidekiq_api_reads_process_busy_work_retries_and_stats(worker, redis_url, r):
     jobs.fail.perform_later("boom")
-    jid = jobs.slow.perform_later("slow", 3.0)
+    jid = jobs.hold.perform_later("held", 1)  # runs until released: busy while Ruby reads
     w = worker(concurrency=3, tag="compat")
     wait_for(lambda: r.zcard("retry") == 1 and r.hget(w.identity, "busy") == "1")
     wait_for(lambda: r.get("stat:processed") == "1")
@@ -34,7 +34,7 @@ def test_sidekiq_api_reads_process_busy_work_retries_and_stats(worker, redis_url
     assert process["quiet"] == "false"
     (work,) = seen["work"]
     assert work["process"] == w.identity
-    assert work["jid"] == jid and work["class"] == "t.slow" and work["queue"] == "default"
+    assert work["jid"] == jid and work["class"] == "t.hold" and work["queue"] == "default"
     (failed,) = seen["retries"]
     assert failed["class"] == "t.fail" and failed["error_class"] == "ValueError"
     assert failed["error_message"] == "boom" and failed["retry_count"] == 0
@@ -42,6 +42,7 @@ def test_sidekiq_api_reads_process_busy_work_retries_and_stats(worker, redis_url
     # The traceback kept by default, decoded by Sidekiq's own API: innermost frame first.
     assert failed["error_backtrace"][0].endswith(":in `fail'")
     assert seen["processed"] == 1 and seen["failed"] == 1
+    r.set("release", "1")
 
 
 def test_quiet_from_sidekiqs_api_reaches_the_process(worker, redis_url, r):

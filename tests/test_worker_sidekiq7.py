@@ -56,7 +56,7 @@ puts JSON.generate(Sidekiq::ProcessSet.new.map { |p|
 
 
 def test_sidekiq_7_process_set_and_sidekiqmon_show_a_djqueue_process(worker, redis_url, r):
-    jobs.slow.perform_later("slow", 3.0)
+    jobs.hold.perform_later("held", 1)  # runs until released: busy while Ruby reads
     w = worker(
         concurrency=3, tag="compat", labels=("blue",), queues=(("critical", 2), ("default", 1))
     )
@@ -78,3 +78,4 @@ def test_sidekiq_7_process_set_and_sidekiqmon_show_a_djqueue_process(worker, red
     ).stdout
     assert f"{w.identity} [compat] [blue]" in shown
     assert "Threads: 3 (1 busy)" in shown and "Queues: critical: 2, default: 1" in shown
+    r.set("release", "1")

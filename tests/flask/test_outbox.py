@@ -277,6 +277,9 @@ def test_two_workers_relay_1000_rows_each_pushed_once(
 
     wait_for(lambda: processed() >= 1000, timeout=60, what="1000 jobs processed", log=logs[0])
     time.sleep(2)  # a second push of any row would be taken by now
+    # Both are up (on a loaded machine one may still be starting when the other is done), so
+    # each has its TERM handler when the TERM comes.
+    wait_for(lambda: r.scard("processes") == 2, timeout=60, what="both workers up", log=logs[1])
     for process in workers:  # a clean stop flushes each worker's counts
         process.send_signal(signal.SIGTERM)
     for process in workers:
