@@ -145,7 +145,7 @@ def open_page(browser: Browser, mount: Mount, problems: Problems, **options: Any
     context: BrowserContext = browser.new_context(
         base_url=mount.base_url, viewport=VIEWPORT, timezone_id="UTC", **options
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(30_000)  # a loaded machine serves slowly
     found = context.new_page()
     problems.watch(found)
     mount.log_in(found)

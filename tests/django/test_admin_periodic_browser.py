@@ -47,7 +47,7 @@ def page(browser: Browser, live_server: Any, problems: Problems, settings: Any) 
     context = browser.new_context(
         base_url=live_server.url, viewport=VIEWPORT, locale="en-US", timezone_id="UTC"
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(30_000)  # a loaded machine serves slowly
     found = context.new_page()
     problems.watch(found)
     log_in(found, USERNAME, PASSWORD)
