@@ -31,6 +31,8 @@ def stats(settings: Settings | None = None, outbox: OutboxStats | None = None) -
         ("busy", figures.busy),
         ("latency", f"{figures.default_queue_latency:.1f}s (default queue)"),
     ]
+    if figures.paused:
+        rows.append(("paused", ", ".join(figures.paused)))
     if outbox is not None:
         rows.append(("outbox", f"{outbox.size} (oldest {outbox.age_text})"))
     else:
@@ -43,15 +45,16 @@ def stats(settings: Settings | None = None, outbox: OutboxStats | None = None) -
 
 
 def queues(settings: Settings | None = None) -> str:
-    """Every queue of `Queue.summary` with its size and latency, one per line (and what is
-    wrong with a queue whose key is not a list)."""
+    """Every queue of `Queue.summary` with its size and latency, one per line, then
+    ``paused`` for a paused queue and what is wrong with a queue whose key is not a list."""
     found = Queue.summary(settings=settings)
     if not found:
         return "no queues"
     width = max(5, *(len(name) for name, *_ in found))
     lines = [f"{'queue':<{width}}  {'size':>8}  {'latency':>10}"]
-    for name, size, latency, problem in found:
-        lines.append(f"{name:<{width}}  {size:>8}  {latency:>9.1f}s  {problem}".rstrip())
+    for name, size, latency, problem, paused in found:
+        note = "  ".join(filter(None, ("paused" if paused else "", problem)))
+        lines.append(f"{name:<{width}}  {size:>8}  {latency:>9.1f}s  {note}".rstrip())
     return "\n".join(lines)
 
 

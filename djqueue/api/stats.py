@@ -50,6 +50,7 @@ class Stats(ApiObject):
             "enqueued": sum(found.queues.values()),
             "queues": found.queues,
             "default_queue_latency": latency,
+            "paused": found.paused,
             "problems": found.problems,
         }
 
@@ -104,6 +105,11 @@ class Stats(ApiObject):
         """Queue name -> length, longest first."""
         lengths: dict[str, int] = self._load()["queues"]
         return dict(sorted(lengths.items(), key=lambda item: (-item[1], item[0])))
+
+    @property
+    def paused(self) -> list[str]:
+        """The paused queues' names, sorted (`djqueue.api.Queue.pause`)."""
+        return list(self._load()["paused"])
 
     def history(self, days: int = 30, start: dt.date | None = None) -> History:
         return History(days, start, **self._context())

@@ -88,11 +88,18 @@ class DjqueueCollector:
             "Seconds the oldest job in the queue has waited (0 when empty).",
             labels=["queue"],
         )
-        for queue, length, waited, _problem in Queue.summary(settings=self.settings):
-            size.add_metric([queue], length)
-            latency.add_metric([queue], waited)
+        paused = GaugeMetricFamily(
+            "djqueue_queue_paused",
+            "1 when no worker takes jobs from the queue (paused), else 0.",
+            labels=["queue"],
+        )
+        for row in Queue.summary(settings=self.settings):
+            size.add_metric([row.name], row.size)
+            latency.add_metric([row.name], row.latency)
+            paused.add_metric([row.name], int(row.paused))
         yield size
         yield latency
+        yield paused
         outbox = GaugeMetricFamily(
             "djqueue_outbox_size",
             "Rows waiting in the transactional outbox, as the last relay round published.",

@@ -98,6 +98,9 @@ class Keys:
         #: String: the layout (`LAYOUT`) whose upgrade step has completed once; while it is
         #: missing, a starting worker looks for layout 1's status keys.
         self.layout = o + "layout"
+        #: Set: names of the paused queues; every worker reads it with each beat and takes
+        #: nothing from them (`djqueue.store.paused`).
+        self.paused = o + "paused"
 
     def job_metrics(self, bucket: str) -> str:
         """Sidekiq 8's hash of per-class counts for one time bucket (``j|250214|8:43``)."""

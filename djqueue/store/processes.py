@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 import redis.exceptions
@@ -25,6 +25,15 @@ from .scripts import BEAT, LEAVE
 
 #: The signals a process obeys: quiet, stop, dump its threads' stacks.
 SIGNALS = ("TSTP", "TERM", "TTIN")
+
+
+class Beat(NamedTuple):
+    """What one heartbeat read back (`ProcessStore.beat`)."""
+
+    signal: str | None
+    peers: list[str]
+    renewed: bool
+    paused: frozenset[str]
 
 
 class ProcessStore:
@@ -43,15 +52,16 @@ class ProcessStore:
         processed: int = 0,
         failed: int = 0,
         metrics: metrics_store.Counts | None = None,
-    ) -> tuple[str | None, list[str], bool]:
+    ) -> Beat:
         """One heartbeat, in one script (``beat.lua``, allowed to run when Redis is out of
         memory): flush the counts, rewrite the busy work (thread id -> JSON), refresh the
         identity hash with ``fields`` and its expiry, record the working lists' queue names
         (JSON), and pop one remote signal.
 
-        Returns (the signal popped or None, the identities in ``working_lists``: the djqueue
-        processes of the cluster, which the poller takes turns with, whether the identity hash
-        was missing: a first beat, or Redis lost what it held). ``metrics``, the per-job
+        Returns a `Beat`: the signal popped or None, the identities in ``working_lists`` (the
+        djqueue processes of the cluster, which the poller takes turns with), whether the
+        identity hash was missing (a first beat, or Redis lost what it held), and the paused
+        queues' names, read by the same script. ``metrics``, the per-job
         counts since the last beat (`djqueue.store.metrics`), are written in the same round
         trip."""
         args: list[Any] = [processed, failed, DAILY_STATS_TTL, PROCESS_TTL, identity]
@@ -60,19 +70,25 @@ class ProcessStore:
             args += pair
         k = self.keys
         keys = [*self._counters(), k.work(identity), k.workers(identity), k.processes]
-        keys += (k.process(identity), k.working_lists, k.signals(identity))
+        keys += (k.process(identity), k.working_lists, k.signals(identity), k.paused)
         if metrics:
-            signal, peers, renewed, found = self._beat_with(metrics, keys, args)
+            signal, peers, renewed, found, paused = self._beat_with(metrics, keys, args)
         else:
-            signal, peers, renewed, found = BEAT(self.redis, keys, args)
+            signal, peers, renewed, found, paused = BEAT(self.redis, keys, args)
         checked = [
             keys[6],
             keys[8],
+            keys[10],
             *(keys[0:4:2] if processed else ()),
             *(keys[1:4:2] if failed else ()),
         ]
         bad_keys.report(bad_keys.pairs(found), checked)
-        return text(signal) if signal else None, [text(p) for p in peers], bool(renewed)
+        return Beat(
+            text(signal) if signal else None,
+            [text(p) for p in peers],
+            bool(renewed),
+            frozenset(texts(paused)),
+        )
 
     def _beat_with(self, metrics: metrics_store.Counts, keys: list[str], args: list[Any]) -> Any:
         """``beat.lua`` and the metrics' writes in one pipeline (not a transaction: the beat

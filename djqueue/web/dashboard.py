@@ -12,7 +12,7 @@ and they show as two more figures, rows waiting and the oldest row's age in seco
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import RedisInfo, Stats
@@ -56,6 +56,8 @@ class Dashboard:
     redis: list[tuple[str, str]]
     #: The keys the figures could not read, one line each (`djqueue.web.problems`).
     problems: list[str]
+    #: The paused queues' names: no worker takes jobs from them.
+    paused: list[str] = field(default_factory=list)
 
     def linked(self, url: Callable[[str], str]) -> list[tuple[Figure, str]]:
         """Each figure with the URL of its page (``url("retries")``...), or "" for none."""
@@ -68,7 +70,13 @@ class Dashboard:
             "latency": self.latency,
             "chart": self.chart,
             "redis": dict(self.redis),
+            "paused": self.paused_text,
         }
+
+    @property
+    def paused_text(self) -> str:
+        """The paused queues, as the page's status line names them ("" for none)."""
+        return ", ".join(self.paused)
 
 
 def dashboard(
@@ -104,6 +112,7 @@ def dashboard(
         chart=history_svg(dates, processed, failed),
         redis=RedisInfo(settings=settings).fields(),
         problems=[problem(key, what) for key, what in stats.problems + history.problems],
+        paused=stats.paused,
     )
 
 

@@ -3,8 +3,9 @@
 One script call per beat (`djqueue.store.ProcessStore.beat`, Sidekiq's layout, docs/design.md):
 the stats counted since the last beat, the busy-work hash, the ``processes`` set, the identity
 hash, this process's entry in the working-lists index, and one remote signal popped from
-``IDENTITY-signals``. A process that stops beating disappears: its hashes expire after 60 s and
-the janitor removes it from ``processes``.
+``IDENTITY-signals``; what comes back also names the paused queues, which the fetch then
+leaves out (`Fetcher.pause`). A process that stops beating disappears: its hashes expire
+after 60 s and the janitor removes it from ``processes``.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class Heartbeat:
         #: ``--health-file``: where each beat is written first, Redis or not (`djqueue.health`).
         self.health_file: str | None = None
         self.interval = float(info.get("heartbeat_interval") or 5.0)
+        self.newly_paused: frozenset[str] = frozenset()
 
     def beat(self) -> str | None:
         """Write one beat; returns the remote signal popped (``TSTP``, ``TERM``, ``TTIN``)."""
@@ -112,19 +114,29 @@ class Heartbeat:
                 "rss": rss_kb(),
                 "rtt_us": self.rtt_us,
             }
-            signal, peers, self.renewed = self.store.beat(
-                self.identity, fields, work, self.fetcher.index_value, processed, failed, metrics
+            found = self.store.beat(
+                self.identity,
+                fields,
+                work,
+                self.fetcher.index_value,
+                processed,
+                failed,
+                metrics,
             )
         except REDIS_ERRORS:
             self.tally.give_back(processed, failed)
             if metrics and self.tally.metrics is not None:
                 self.tally.metrics.give_back(metrics)
             raise
-        self.peers = sorted(set(peers) | {self.identity})
+        self.renewed = found.renewed
+        self.peers = sorted(set(found.peers) | {self.identity})
+        #: This process's queues paused since the last beat: the launcher sends back the
+        #: jobs it had fetched from them and not started (`Manager.tidy`).
+        self.newly_paused = self.fetcher.pause(found.paused)
         tracked = [w["payload"] for w in busy.values() if b'"retention":' in w["payload"]]
         if tracked:
             self.check_cancels(tracked)
-        return signal
+        return found.signal
 
     def write_health(self, busy: dict[str, dict[str, Any]]) -> None:
         """Write the health file; a failure is logged, and the beat goes on."""

@@ -120,10 +120,12 @@ class Manager:
         self.quieting.set()
         self.tidy()
 
-    def tidy(self) -> None:
-        """Acknowledge finished jobs; when quiet, push back buffered ones. After each beat."""
+    def tidy(self, paused: frozenset[str] = frozenset()) -> None:
+        """Acknowledge finished jobs; when quiet, push back buffered ones, else those of the
+        queues ``paused`` since the last beat (they wait there for the resume). After each
+        beat."""
         try:
-            self.buffer.flush(push_back=self.quieting.is_set())
+            self.buffer.flush(push_back=self.quieting.is_set(), queues=paused)
         except REDIS_ERRORS:
             pass  # kept for the next try; they are in the working list meanwhile
 
