@@ -6,11 +6,10 @@ take. Checked where a job declares them (`djqueue.job`), where a periodic entry 
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from typing import Any
 
-from .payload import check_queue_name
+from .payload import check_expires_in, check_queue_name, duration
 
 #: Options that become payload fields, with Sidekiq's names and meaning.
 PAYLOAD_OPTIONS = (
@@ -22,6 +21,7 @@ PAYLOAD_OPTIONS = (
     "dead",
     "tags",
     "retention",
+    "expires_in",
 )
 
 
@@ -48,6 +48,8 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         options["tags"] = list(tags)
     if "retention" in options:
         options["retention"] = _retention(options["retention"])
+    if "expires_in" in options:
+        options["expires_in"] = check_expires_in(options["expires_in"])
     return options
 
 
@@ -60,28 +62,15 @@ MAX_RETENTION = 10 * 365 * 24 * 3600
 def _retry_for(value: Any) -> int | None:
     """Seconds from the first failure during which a failed job is retried (`djqueue.retry_policy`);
     whole seconds, as Sidekiq's client writes them. None: no window, ``retry`` counts."""
-    seconds = _seconds("retry_for", value, MAX_RETRY_FOR, "")
+    seconds = duration("retry_for", value, MAX_RETRY_FOR, "")
     return None if seconds is None else int(seconds)
 
 
 def _retention(value: Any) -> int | None:
     """Seconds to keep a finished job's status and result (`djqueue.lifecycle`); None or 0
     turns tracking off (the payload then carries no ``retention`` field at all)."""
-    seconds = _seconds("retention", value, MAX_RETENTION, " (ten years)")
+    seconds = duration("retention", value, MAX_RETENTION, " (ten years)")
     return None if seconds is None else (math.ceil(seconds) or None)
-
-
-def _seconds(name: str, value: Any, limit: int, meaning: str) -> float | None:
-    """A duration option: seconds or a timedelta, between 0 and ``limit``; None stays None."""
-    if value is None:
-        return None
-    if isinstance(value, dt.timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be seconds or a timedelta, got {value!r}")
-    if value < 0 or value > limit:
-        raise ValueError(f"{name} must be between 0 and {limit} seconds{meaning}, got {value!r}")
-    return float(value)
 
 
 def _payload_options(options: dict[str, Any]) -> dict[str, Any]:

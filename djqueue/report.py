@@ -23,6 +23,7 @@ def stats(settings: Settings | None = None, outbox: OutboxStats | None = None) -
     rows = [
         ("processed", figures.processed),
         ("failed", figures.failed),
+        ("expired", figures.expired),
         ("enqueued", figures.enqueued),
         ("scheduled", figures.scheduled_size),
         ("retries", figures.retry_size),

@@ -42,6 +42,7 @@ class Stats(ApiObject):
         return {
             "processed": found.processed,
             "failed": found.failed,
+            "expired": found.expired,
             "scheduled_size": found.scheduled_size,
             "retry_size": found.retry_size,
             "dead_size": found.dead_size,
@@ -68,6 +69,12 @@ class Stats(ApiObject):
     @property
     def failed(self) -> int:
         return int(self._load()["failed"])
+
+    @property
+    def expired(self) -> int:
+        """Jobs taken after their deadline (``expires_in``) and not run, ever (flushed by
+        workers each beat)."""
+        return int(self._load()["expired"])
 
     @property
     def enqueued(self) -> int:

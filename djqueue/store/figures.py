@@ -27,6 +27,8 @@ class Figures:
 
     processed: int = 0
     failed: int = 0
+    #: Jobs taken after their deadline and not run (`djqueue.store.expired`).
+    expired: int = 0
     scheduled_size: int = 0
     retry_size: int = 0
     dead_size: int = 0
@@ -43,7 +45,7 @@ def read_figures(client: redis.Redis, keys: Keys, default_queue: str) -> Figures
     k = keys
     wanted = [(k.processed, "count"), (k.failed, "count"), (k.schedule, "zset")]
     wanted += [(k.retry, "zset"), (k.dead, "zset"), (k.processes, "set"), (k.queues, "set")]
-    wanted += [(k.queue(default_queue), "list"), (k.paused, "set")]
+    wanted += [(k.queue(default_queue), "list"), (k.paused, "set"), (k.expired, "count")]
     pipe = client.pipeline(transaction=False)
     pipe.get(k.processed)
     pipe.get(k.failed)
@@ -54,8 +56,9 @@ def read_figures(client: redis.Redis, keys: Keys, default_queue: str) -> Figures
     pipe.smembers(k.queues)
     pipe.lindex(k.queue(default_queue), -1)
     pipe.smembers(k.paused)
+    pipe.get(k.expired)
     replies, problems = bad_keys.checked(client, pipe, wanted)
-    processed, failed, scheduled, retries, dead, procs, queues, oldest, paused = replies
+    processed, failed, scheduled, retries, dead, procs, queues, oldest, paused, expired = replies
     procs, queues = texts(procs), texts(queues)
     pipe = client.pipeline(transaction=False)
     wanted = [(k.process(identity), "hash") for identity in procs]
@@ -68,6 +71,7 @@ def read_figures(client: redis.Redis, keys: Keys, default_queue: str) -> Figures
     return Figures(
         processed=integer(processed),
         failed=integer(failed),
+        expired=integer(expired),
         scheduled_size=integer(scheduled),
         retry_size=integer(retries),
         dead_size=integer(dead),

@@ -93,6 +93,7 @@ class Heartbeat:
     def beat(self) -> str | None:
         """Write one beat; returns the remote signal popped (``TSTP``, ``TERM``, ``TTIN``)."""
         processed, failed = self.tally.take()
+        expired = self.tally.take_expired()
         metrics = self.tally.metrics.take() if self.tally.metrics is not None else None
         busy = self.tally.busy()
         if self.health_file:
@@ -122,9 +123,10 @@ class Heartbeat:
                 processed,
                 failed,
                 metrics,
+                expired,
             )
         except REDIS_ERRORS:
-            self.tally.give_back(processed, failed)
+            self.tally.give_back(processed, failed, expired)
             if metrics and self.tally.metrics is not None:
                 self.tally.metrics.give_back(metrics)
             raise
@@ -173,6 +175,7 @@ class Heartbeat:
         processed, failed = self.tally.take()
         if self.tally.metrics is not None:
             self.store.write_metrics(self.tally.metrics.take())
+        self.store.write_expired(self.tally.take_expired())
         self.store.clear(self.identity, processed, failed, drop_index)
 
 

@@ -19,6 +19,7 @@ from . import around
 from .aio import AsyncRunner
 from .backoff import REDIS_ERRORS
 from .buffer import JobBuffer
+from .expiry import Expiry
 from .fetch import Fetcher
 from .job_logger import JobLogger, JobSignals
 from .lifecycle import Lifecycle
@@ -71,14 +72,16 @@ class Manager:
     def _steps(self, memory: MemoryLimit | None) -> list[Any]:
         """The steps around every job, outermost first: the user's and a framework's
         (`djqueue.worker.around`), the recovery guard (which passes jobs that were not pushed
-        back after a crash), the memory limit, then settling (it sees what the inner steps
-        already reported), the log lines, the signals, the tally (with the per-job metrics,
-        `djqueue.worker.metrics`) and the job's status."""
+        back after a crash), the memory limit, the deadline of expiring jobs (a late job ends
+        there, unstarted), then settling (it sees what the inner steps already reported), the
+        log lines, the signals, the tally (with the per-job metrics, `djqueue.worker.metrics`)
+        and the job's status."""
         guard = RecoveryGuard(self.settle, self.buffer, self.jobs_running)
         return [
             *around.steps(),
             guard,
             *([memory] if memory is not None else []),
+            Expiry(self.tally),
             SettleStep(self.settle),
             JobLogger(),
             JobSignals(),
