@@ -232,7 +232,7 @@ class JobBuffer:
 
     def flush(self, push_back: bool = False, queues: frozenset[str] = frozenset()) -> None:
         """Acknowledge the finished jobs now and, when ``push_back``, send every buffered job
-        back to the front of its queue (else those of ``queues``: just paused), in one call.
+        back to the front of its queue (else those of ``queues``: paused), in one call.
         Called after each heartbeat (so an acknowledgement never waits longer than a beat),
         on quiet, at shutdown, and by the event loop when async jobs end. One at a time: the
         shutdown's flush, which comes right before the working lists are pushed back, waits

@@ -88,7 +88,6 @@ class Heartbeat:
         #: ``--health-file``: where each beat is written first, Redis or not (`djqueue.health`).
         self.health_file: str | None = None
         self.interval = float(info.get("heartbeat_interval") or 5.0)
-        self.newly_paused: frozenset[str] = frozenset()
 
     def beat(self) -> str | None:
         """Write one beat; returns the remote signal popped (``TSTP``, ``TERM``, ``TTIN``)."""
@@ -132,9 +131,7 @@ class Heartbeat:
             raise
         self.renewed = found.renewed
         self.peers = sorted(set(found.peers) | {self.identity})
-        #: This process's queues paused since the last beat: the launcher sends back the
-        #: jobs it had fetched from them and not started (`Manager.tidy`).
-        self.newly_paused = self.fetcher.pause(found.paused)
+        self.fetcher.pause(found.paused)
         tracked = [w["payload"] for w in busy.values() if b'"retention":' in w["payload"]]
         if tracked:
             self.check_cancels(tracked)

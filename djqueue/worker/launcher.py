@@ -188,7 +188,7 @@ class Launcher:
                 "declaring its periodic jobs again"
             )
             self.periodic_poller.redeclare()
-        self.manager.tidy(self.heartbeat.newly_paused)
+        self.manager.tidy(self.fetcher.paused)
         self.janitor.run()
         if self.parent is not None and os.getppid() != self.parent and not self.stopping.is_set():
             logger.warning("the parent process is gone: stopping")

@@ -125,8 +125,8 @@ class Manager:
 
     def tidy(self, paused: frozenset[str] = frozenset()) -> None:
         """Acknowledge finished jobs; when quiet, push back buffered ones, else those of the
-        queues ``paused`` since the last beat (they wait there for the resume). After each
-        beat."""
+        ``paused`` queues (they wait there for the resume; after an outage that made a
+        push-back fail, the next beat's tidy sends them). After each beat."""
         try:
             self.buffer.flush(push_back=self.quieting.is_set(), queues=paused)
         except REDIS_ERRORS:
