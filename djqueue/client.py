@@ -20,7 +20,7 @@ from . import config, connection, unique
 from .config import Settings
 from .errors import RedisUnavailable
 from .middleware import Chain, client_middleware
-from .payload import Payload, check_json_args, encode, new_jid, normalize, now
+from .payload import Payload, check_json_args, due_at, encode, new_jid, normalize, now
 from .signals import job_enqueued, job_not_unique
 from .store import JobStore, Keys
 
@@ -148,7 +148,7 @@ class Client:
                         f"push_bulk job #{index}: 'at' must be epoch seconds, "
                         f"got {type(when).__name__}"
                     )
-                one["at"] = when
+                due_at(one, when)
             payloads.append(one)
         jids: list[str] = []
         for start in range(0, len(payloads), batch_size):

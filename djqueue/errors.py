@@ -119,8 +119,9 @@ class EmbeddedProcess(DjQueueError, ValueError):
 
 class JobFailed(DjQueueError):
     """`djqueue.result` of a job that ended without a value: it died (its retries used up, or
-    ``retry: false``) or was cancelled. Carries the job's own error class name and message as
-    the worker recorded them (the exception itself lived in another process)."""
+    ``retry: false``), was cancelled, or expired (taken after its ``expires_at``, not run).
+    Carries the job's own error class name and message as the worker recorded them (the
+    exception itself lived in another process)."""
 
     def __init__(self, jid: str, state: str, error_class: str, error_message: str) -> None:
         self.jid = jid

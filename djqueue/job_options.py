@@ -6,12 +6,11 @@ take. Checked where a job declares them (`djqueue.job`), where a periodic entry 
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from typing import Any
 
 from . import unique
-from .payload import check_queue_name
+from .payload import check_expires_in, check_queue_name, duration
 
 #: Options that become payload fields, with Sidekiq's names and meaning.
 PAYLOAD_OPTIONS = (
@@ -26,6 +25,7 @@ PAYLOAD_OPTIONS = (
     "time_limit",
     "unique_for",
     "unique_until",
+    "expires_in",
 )
 
 
@@ -54,6 +54,8 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         options["retention"] = _retention(options["retention"])
     if "time_limit" in options:
         options["time_limit"] = time_limit(options["time_limit"])
+    if "expires_in" in options:
+        options["expires_in"] = check_expires_in(options["expires_in"])
     unique.check_options(options)
     return options
 
@@ -70,14 +72,14 @@ MAX_RETENTION = 10 * 365 * 24 * 3600
 def _retry_for(value: Any) -> int | None:
     """Seconds from the first failure during which a failed job is retried (`djqueue.retry_policy`);
     whole seconds, as Sidekiq's client writes them. None: no window, ``retry`` counts."""
-    seconds = _seconds("retry_for", value, MAX_RETRY_FOR, "")
+    seconds = duration("retry_for", value, MAX_RETRY_FOR, "")
     return None if seconds is None else int(seconds)
 
 
 def _retention(value: Any) -> int | None:
     """Seconds to keep a finished job's status and result (`djqueue.lifecycle`); None or 0
     turns tracking off (the payload then carries no ``retention`` field at all)."""
-    seconds = _seconds("retention", value, MAX_RETENTION, " (ten years)")
+    seconds = duration("retention", value, MAX_RETENTION, " (ten years)")
     return None if seconds is None else (math.ceil(seconds) or None)
 
 
@@ -85,25 +87,12 @@ def time_limit(value: Any) -> float | int | None:
     """Seconds a job may run before it is interrupted (`djqueue.worker.time_limit`); None: no
     limit. Also how the worker reads the field from a payload another client wrote, so the
     rule is one."""
-    seconds = _seconds("time_limit", value, MAX_TIME_LIMIT, "")
+    seconds = duration("time_limit", value, MAX_TIME_LIMIT)
     if seconds == 0:
         raise ValueError("time_limit must be more than 0 seconds (None: no limit), got 0")
     if seconds is None:
         return None
     return int(seconds) if seconds.is_integer() else seconds
-
-
-def _seconds(name: str, value: Any, limit: int, meaning: str) -> float | None:
-    """A duration option: seconds or a timedelta, between 0 and ``limit``; None stays None."""
-    if value is None:
-        return None
-    if isinstance(value, dt.timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be seconds or a timedelta, got {value!r}")
-    if value < 0 or value > limit:
-        raise ValueError(f"{name} must be between 0 and {limit} seconds{meaning}, got {value!r}")
-    return float(value)
 
 
 def _payload_options(options: dict[str, Any]) -> dict[str, Any]:

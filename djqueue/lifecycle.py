@@ -24,7 +24,17 @@ from .store import JobStore, StatusStore
 from .store.status import ENDS
 
 #: Every state, in the order a job usually goes through them.
-STATES = ("scheduled", "pending", "active", "retry", "dead", "completed", "cancelled", "unknown")
+STATES = (
+    "scheduled",
+    "pending",
+    "active",
+    "retry",
+    "dead",
+    "completed",
+    "cancelled",
+    "expired",
+    "unknown",
+)
 #: States a job does not leave on its own.
 FINISHED = frozenset(ENDS)
 

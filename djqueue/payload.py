@@ -190,6 +190,55 @@ def _find_problem(value: Any) -> tuple[list[str], Any] | None:
     return ([], value)
 
 
+#: The longest ``expires_in``: ten years, as a status's retention (a larger value is an
+#: absolute time given by mistake).
+MAX_EXPIRES_IN = 10 * 365 * 24 * 3600
+
+
+def duration(name: str, value: Any, limit: int, meaning: str = "") -> float | None:
+    """A duration option (``retry_for``, ``retention``, ``expires_in``): seconds or a
+    timedelta, between 0 and ``limit``; None stays None. ``meaning`` follows the limit in
+    the error (" (ten years)")."""
+    if value is None:
+        return None
+    if isinstance(value, dt.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be seconds or a timedelta, got {value!r}")
+    if value < 0 or value > limit:
+        raise ValueError(f"{name} must be between 0 and {limit} seconds{meaning}, got {value!r}")
+    return float(value)
+
+
+def check_expires_in(value: Any) -> float | None:
+    """``expires_in``: seconds (or a timedelta) after which a job still waiting is not run;
+    more than 0 and at most ten years, a relative time, never a timestamp. None: no expiry."""
+    seconds = duration("expires_in", value, MAX_EXPIRES_IN, " (ten years)")
+    if seconds == 0:
+        raise ValueError("expires_in must be more than 0 seconds, got 0")
+    return seconds
+
+
+def _deadline(payload: Payload) -> None:
+    """``expires_in`` becomes ``expires_at``, the epoch after which the job is not run: from
+    the time it is due (``at``) when scheduled, else from its creation, as Sidekiq Pro measures
+    it (a job due in two hours that expires in one expires three hours from now)."""
+    life = check_expires_in(payload.pop("expires_in"))
+    if life is not None:
+        start = max(float(payload.get("at") or 0), float(payload["created_at"]))
+        payload["expires_at"] = round(start + life, 6)
+
+
+def due_at(payload: Payload, at: float) -> None:
+    """Schedule a normalised job for ``at``, its deadline (``expires_at``, measured from its
+    creation by `normalize`) moved with it: `Client.push_bulk`'s jobs each with their own
+    time."""
+    payload["at"] = at
+    if "expires_at" in payload:
+        life = payload["expires_at"] - payload["created_at"]
+        payload["expires_at"] = round(max(at, payload["created_at"]) + life, 6)
+
+
 def normalize(
     item: dict[str, Any], default_queue: str, defaults: Mapping[str, Any] | None = None
 ) -> Payload:
@@ -221,6 +270,8 @@ def normalize(
         raise TypeError(f"'jid' must be a string, got {type(jid).__name__}")
     if "created_at" not in payload:
         payload["created_at"] = now()
+    if "expires_in" in payload:
+        _deadline(payload)
     check_json_options(item)
     return payload
 

@@ -18,8 +18,9 @@ from .outbox import OutboxStats
 
 def stats(settings: Settings | None = None, outbox: OutboxStats | None = None) -> str:
     """The figures of `djqueue.api.figures.figures`, one per line, then the default queue's
-    latency; the outbox: ``outbox`` given (a framework command read its database), else as
-    the last relay round published it, with its age (this command sees no database)."""
+    latency and the paused queues; the outbox: ``outbox`` given (a framework command read its
+    database), else as the last relay round published it, with its age (this command sees no
+    database)."""
     overview = figures(settings, outbox=outbox, with_queues=False)
     rows: list[tuple[str, object]] = [
         (f.name, f.value)
@@ -27,6 +28,8 @@ def stats(settings: Settings | None = None, outbox: OutboxStats | None = None) -
         if f.value is not None and not f.name.startswith("outbox")
     ]
     rows.append(("latency", f"{overview.latency:.1f}s (default queue)"))
+    if overview.paused:
+        rows.append(("paused", ", ".join(overview.paused)))
     if overview.outbox is not None:
         shown = f"{overview.outbox.size} (oldest {overview.outbox.age_text}"
         if overview.outbox_published_ago is not None:
@@ -37,15 +40,16 @@ def stats(settings: Settings | None = None, outbox: OutboxStats | None = None) -
 
 
 def queues(settings: Settings | None = None) -> str:
-    """Every queue of `Queue.summary` with its size and latency, one per line (and what is
-    wrong with a queue whose key is not a list)."""
+    """Every queue of `Queue.summary` with its size and latency, one per line, then
+    ``paused`` for a paused queue and what is wrong with a queue whose key is not a list."""
     found = Queue.summary(settings=settings)
     if not found:
         return "no queues"
     width = max(5, *(len(name) for name, *_ in found))
     lines = [f"{'queue':<{width}}  {'size':>8}  {'latency':>10}"]
-    for name, size, latency, problem in found:
-        lines.append(f"{name:<{width}}  {size:>8}  {latency:>9.1f}s  {problem}".rstrip())
+    for name, size, latency, problem, paused in found:
+        note = "  ".join(filter(None, ("paused" if paused else "", problem)))
+        lines.append(f"{name:<{width}}  {size:>8}  {latency:>9.1f}s  {note}".rstrip())
     return "\n".join(lines)
 
 

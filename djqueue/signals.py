@@ -15,6 +15,7 @@ job_succeeded          the job's name        ``payload``, ``elapsed`` (float sec
 job_failed             the job's name        ``payload``, ``exception``, ``elapsed``
 job_retry_scheduled    the job's name        ``payload``, ``exception``, ``retry_at`` (epoch s)
 job_dead               the job's name        ``payload``, ``exception`` (None for bad data)
+job_expired            the job's name        ``payload``, ``late`` (seconds past ``expires_at``)
 worker_preparing       the worker's app,     (none)
                        or None
 worker_started         the worker's identity ``info`` (dict written to the process hash)
@@ -28,6 +29,8 @@ job holds its lock (`djqueue.unique`), a periodic run included (``holder`` is ``
 relayed outbox rows included; not for a job moved back from a set, announced when first
 pushed: `djqueue.client.Client.send`); the others by the worker runtime. ``job_failed`` is
 sent for every failed attempt, before it is decided whether the job is retried or dead.
+``job_expired`` is sent for a job taken after its deadline (``expires_in``), which does not
+run: no ``job_started`` nor any other job signal is sent for that attempt.
 
 ``worker_preparing`` is sent by ``run_worker`` once the modules given with ``-r`` are imported
 and the app given with ``--app`` (or by a framework's own worker command) is loaded, before the
@@ -53,6 +56,7 @@ job_succeeded = _signals.signal("job-succeeded")
 job_failed = _signals.signal("job-failed")
 job_retry_scheduled = _signals.signal("job-retry-scheduled")
 job_dead = _signals.signal("job-dead")
+job_expired = _signals.signal("job-expired")
 worker_preparing = _signals.signal("worker-preparing")
 worker_started = _signals.signal("worker-started")
 worker_stopping = _signals.signal("worker-stopping")
@@ -66,6 +70,7 @@ __all__ = [
     "job_failed",
     "job_retry_scheduled",
     "job_dead",
+    "job_expired",
     "worker_preparing",
     "worker_started",
     "worker_stopping",

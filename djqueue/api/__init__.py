@@ -19,7 +19,7 @@ from __future__ import annotations
 from .listing import Filter, Listing
 from .periodic import PeriodicJob, PeriodicSet
 from .process import Process, ProcessSet
-from .queue import Queue
+from .queue import Queue, QueueSummary
 from .record import JobRecord, SortedEntry
 from .server import RedisInfo
 from .sorted_set import DeadSet, RetrySet, ScheduledSet, SortedSet
@@ -37,6 +37,7 @@ __all__ = [
     "Process",
     "ProcessSet",
     "Queue",
+    "QueueSummary",
     "RedisInfo",
     "RetrySet",
     "ScheduledSet",

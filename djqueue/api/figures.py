@@ -48,6 +48,8 @@ class QueueFigure:
     latency: float
     #: What is wrong with the queue's key, empty when nothing.
     problem: str = ""
+    #: No worker takes jobs from it (`djqueue.api.Queue.pause`).
+    paused: bool = False
 
 
 @dataclass
@@ -64,6 +66,8 @@ class Overview:
     #: Seconds since a relay published ``outbox`` (None: the caller read the database).
     outbox_published_ago: float | None
     problems: list[tuple[str, str]] = field(default_factory=list)
+    #: The paused queues' names, sorted.
+    paused: list[str] = field(default_factory=list)
     stats: Stats | None = None
 
     def __getitem__(self, name: str) -> Figure:
@@ -97,6 +101,13 @@ def figures(
             stats.failed,
             "Jobs failed since the counters were last reset.",
             "failed",
+            counter=True,
+        ),
+        Figure(
+            "expired",
+            stats.expired,
+            "Jobs taken after their deadline (expires_in) and not run.",
+            "expired",
             counter=True,
         ),
         Figure(
@@ -150,8 +161,8 @@ def figures(
     queues = []
     if with_queues:
         queues = [
-            QueueFigure(name, size, latency, problem)
-            for name, size, latency, problem in Queue.summary(settings, redis_client)
+            QueueFigure(row.name, row.size, row.latency, row.problem, row.paused)
+            for row in Queue.summary(settings, redis_client)
         ]
     return Overview(
         figures=found,
@@ -160,5 +171,6 @@ def figures(
         outbox=outbox,
         outbox_published_ago=ago,
         problems=list(stats.problems),
+        paused=stats.paused,
         stats=stats,
     )

@@ -262,7 +262,7 @@ class PeriodicJob(ApiObject):
         item = {
             k: v
             for k, v in self.message.items()
-            if k not in ("jid", "created_at", "enqueued_at", "at")
+            if k not in ("jid", "created_at", "enqueued_at", "at", "expires_at")
         }
         item["class"] = self.klass
         item["args"] = args

@@ -1,4 +1,5 @@
-"""A queue (``queue:NAME``, a Redis list): size, latency, listing, find by jid, delete, clear.
+"""A queue (``queue:NAME``, a Redis list): size, latency, listing, find by jid, delete, clear,
+pause and resume.
 
 Clients LPUSH, so index 0 is the newest job and the right end is the next one a worker takes.
 Latency is the age of that oldest job, as Sidekiq measures it.
@@ -9,16 +10,32 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from functools import partial
+from typing import NamedTuple
 
 import redis
 
 from ..config import Settings
 from ..errors import BadKey
+from ..payload import check_queue_name
 from ..store import listing
+from ..store import paused as paused_store
 from ..store.listing import Filter, next_matches, read_page, scan_page
 from .base import ApiObject
 from .listing import Listing
 from .record import JobRecord
+
+
+class QueueSummary(NamedTuple):
+    """One queue as `Queue.summary` reads it."""
+
+    name: str
+    size: int
+    #: Seconds the oldest job has waited (0 when empty).
+    latency: float
+    #: What is wrong with the queue's key (not a list; the queue counts as empty), or "".
+    problem: str
+    #: No worker takes jobs from it (`Queue.pause`).
+    paused: bool = False
 
 
 class Queue(ApiObject):
@@ -56,25 +73,30 @@ class Queue(ApiObject):
     @classmethod
     def summary(
         cls, settings: Settings | None = None, redis_client: redis.Redis | None = None
-    ) -> list[tuple[str, int, float, str]]:
-        """``(name, size, latency, problem)`` of every queue, read in two round trips (the
-        listing, then every queue's length and oldest job pipelined), for a page listing many
-        queues. ``problem`` is empty, or says what is wrong with a queue whose key is not a
-        list (`djqueue.errors.BadKey`'s message; the queue counts as empty)."""
+    ) -> list[QueueSummary]:
+        """Every queue with its size, latency, problem and whether it is paused, by name, read
+        in two round trips (the names and the paused set, then every queue's length and oldest
+        job pipelined), for a page listing many queues. A paused queue is listed even when it
+        has never had a job, so it can be resumed where it shows. ``problem`` is empty, or says
+        what is wrong with a queue whose key is not a list (`djqueue.errors.BadKey`'s message;
+        the queue counts as empty). A paused set of another type pauses nothing, for the
+        workers as here (logged once by name)."""
         probe = ApiObject.of_key("queues", "set", settings, redis_client)
-        names = probe._call(probe.store.queue_names)
+        queue_names, paused = probe._call(
+            lambda: listing.queue_names_and_paused(probe.redis, probe.keys)
+        )
+        names = sorted(set(queue_names) | paused)
         if not names:
             return []
-        figures, problems = probe._call(
-            lambda: listing.queue_figures(probe.redis, probe.keys, names)
-        )
-        bad = {key: str(BadKey(key, what)) for key, what in problems}
+        figures, more = probe._call(lambda: listing.queue_figures(probe.redis, probe.keys, names))
+        bad = {key: str(BadKey(key, what)) for key, what in more}
         now = time.time()
         found = []
         for name, (size, oldest) in zip(names, figures, strict=True):
             enqueued = JobRecord(oldest).enqueued_at if oldest is not None else None
             latency = max(0.0, now - enqueued) if enqueued else 0.0
-            found.append((name, size, latency, bad.get(probe.keys.queue(name), "")))
+            problem = bad.get(probe.keys.queue(name), "")
+            found.append(QueueSummary(name, size, latency, problem, name in paused))
         return found
 
     @property
@@ -191,5 +213,23 @@ class Queue(ApiObject):
         return total
 
     def clear(self) -> int:
-        """Delete the queue and forget its name; returns how many jobs it held."""
+        """Delete the queue and forget its name; returns how many jobs it held. A paused
+        queue stays paused."""
         return self._call(lambda: self.store.clear_queue(self.name))
+
+    def pause(self) -> bool:
+        """Stop every djqueue worker taking jobs from this queue, within one heartbeat
+        interval; its jobs stay, pushes still land, jobs already running finish. True when it
+        was not paused yet. Sidekiq Pro's ``Queue#pause!``."""
+        check_queue_name(self.name)
+        return self._call(lambda: paused_store.pause(self.redis, self.keys, self.name))
+
+    def resume(self) -> bool:
+        """Let workers take jobs from this queue again (within one heartbeat interval). True
+        when it was paused. Sidekiq Pro's ``Queue#unpause!``."""
+        return self._call(lambda: paused_store.resume(self.redis, self.keys, self.name))
+
+    @property
+    def paused(self) -> bool:
+        """Whether workers leave this queue alone (`pause`)."""
+        return self._call(lambda: paused_store.is_paused(self.redis, self.keys, self.name))

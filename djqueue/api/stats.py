@@ -42,6 +42,7 @@ class Stats(ApiObject):
         return {
             "processed": found.processed,
             "failed": found.failed,
+            "expired": found.expired,
             "scheduled_size": found.scheduled_size,
             "retry_size": found.retry_size,
             "dead_size": found.dead_size,
@@ -50,6 +51,7 @@ class Stats(ApiObject):
             "enqueued": sum(found.queues.values()),
             "queues": found.queues,
             "default_queue_latency": latency,
+            "paused": found.paused,
             "problems": found.problems,
         }
 
@@ -67,6 +69,12 @@ class Stats(ApiObject):
     @property
     def failed(self) -> int:
         return int(self._load()["failed"])
+
+    @property
+    def expired(self) -> int:
+        """Jobs taken after their deadline (``expires_in``) and not run, ever (flushed by
+        workers each beat)."""
+        return int(self._load()["expired"])
 
     @property
     def enqueued(self) -> int:
@@ -104,6 +112,11 @@ class Stats(ApiObject):
         """Queue name -> length, longest first."""
         lengths: dict[str, int] = self._load()["queues"]
         return dict(sorted(lengths.items(), key=lambda item: (-item[1], item[0])))
+
+    @property
+    def paused(self) -> list[str]:
+        """The paused queues' names, sorted (`djqueue.api.Queue.pause`)."""
+        return list(self._load()["paused"])
 
     def history(self, days: int = 30, start: dt.date | None = None) -> History:
         return History(days, start, **self._context())

@@ -75,11 +75,18 @@ class DjqueueCollector:
             "Seconds the oldest job in the queue has waited (0 when empty).",
             labels=["queue"],
         )
+        paused = GaugeMetricFamily(
+            "djqueue_queue_paused",
+            "1 when no worker takes jobs from the queue (paused), else 0.",
+            labels=["queue"],
+        )
         for queue in overview.queues:
             size.add_metric([queue.name], queue.size)
             latency.add_metric([queue.name], queue.latency)
+            paused.add_metric([queue.name], int(queue.paused))
         yield size
         yield latency
+        yield paused
         yield from self._jobs()
 
     def _jobs(self) -> Iterator[Metric]:

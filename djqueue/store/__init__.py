@@ -13,6 +13,7 @@ to make it happen, the way a Dramatiq broker is the only code that knows its sto
 - `outbox`: the transactional outbox's figures, as the last relay saw them (`OutboxStore`).
 - `processes`: beat, clear, prune, remote signals, counters (`ProcessStore`).
 - `metrics`: per-job metrics in Sidekiq 8's layout, written with the beat, and their read.
+- `paused`: the paused queues' set (pause, resume, read); `expired`: the expired-jobs counters.
 - `upgrade`: the worker-start step moving what an earlier layout wrote (`upgrade`).
 - `bad_keys`: keys of the wrong type met by the scripts, logged once by name; `checked`, the
   pipeline read that names them.

@@ -1,6 +1,7 @@
 """The figures `djqueue.api.Stats` shows, read in two round trips, and the daily counters.
 
-The lifetime counters, the job sets' sizes, the processes and the queues are read in one
+The lifetime counters, the job sets' sizes, the processes, the queues and the paused ones are
+read in one
 pipeline, then every process's ``busy`` and every queue's length in a second: whatever the
 number of queues, a dashboard costs two round trips. A key of the wrong type, or a counter
 that does not hold a number, counts as 0 and is returned among the problems, so one bad key
@@ -26,6 +27,8 @@ class StatsRead:
 
     processed: int = 0
     failed: int = 0
+    #: Jobs taken after their deadline and not run (`djqueue.store.expired`).
+    expired: int = 0
     scheduled_size: int = 0
     retry_size: int = 0
     dead_size: int = 0
@@ -33,6 +36,8 @@ class StatsRead:
     busy: int = 0
     queues: dict[str, int] = field(default_factory=dict)
     oldest: bytes | None = None
+    #: The paused queues' names (`djqueue.store.paused`).
+    paused: list[str] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -40,7 +45,7 @@ def read_figures(client: redis.Redis, keys: Keys, default_queue: str) -> StatsRe
     k = keys
     wanted = [(k.processed, "count"), (k.failed, "count"), (k.schedule, "zset")]
     wanted += [(k.retry, "zset"), (k.dead, "zset"), (k.processes, "set"), (k.queues, "set")]
-    wanted.append((k.queue(default_queue), "list"))
+    wanted += [(k.queue(default_queue), "list"), (k.paused, "set"), (k.expired, "count")]
     pipe = client.pipeline(transaction=False)
     pipe.get(k.processed)
     pipe.get(k.failed)
@@ -50,8 +55,10 @@ def read_figures(client: redis.Redis, keys: Keys, default_queue: str) -> StatsRe
     pipe.smembers(k.processes)
     pipe.smembers(k.queues)
     pipe.lindex(k.queue(default_queue), -1)
+    pipe.smembers(k.paused)
+    pipe.get(k.expired)
     replies, problems = bad_keys.checked(client, pipe, wanted)
-    processed, failed, scheduled, retries, dead, procs, queues, oldest = replies
+    processed, failed, scheduled, retries, dead, procs, queues, oldest, paused, expired = replies
     procs, queues = texts(procs), texts(queues)
     pipe = client.pipeline(transaction=False)
     wanted = [(k.process(identity), "hash") for identity in procs]
@@ -64,6 +71,7 @@ def read_figures(client: redis.Redis, keys: Keys, default_queue: str) -> StatsRe
     return StatsRead(
         processed=integer(processed),
         failed=integer(failed),
+        expired=integer(expired),
         scheduled_size=integer(scheduled),
         retry_size=integer(retries),
         dead_size=integer(dead),
@@ -71,6 +79,7 @@ def read_figures(client: redis.Redis, keys: Keys, default_queue: str) -> StatsRe
         busy=sum(integer(b) for b in replies[: len(procs)]),
         queues=dict(zip(queues, (integer(n) for n in replies[len(procs) :]), strict=False)),
         oldest=oldest,
+        paused=texts(paused),
         problems=problems + more,
     )
 

@@ -109,6 +109,11 @@ class Keys:
         self.limiters = o + "limiters"
         #: Hash: limiter name -> times it refused a job (the Limits page's "hits").
         self.limiter_hits = o + "limiter_hits"
+        #: Set: names of the paused queues; every worker reads it with each beat and takes
+        #: nothing from them (`djqueue.store.paused`).
+        self.paused = o + "paused"
+        #: Counter: jobs taken after their deadline (``expires_at``) and not run, ever.
+        self.expired = o + "stat:expired"
 
     def job_metrics(self, bucket: str) -> str:
         """Sidekiq 8's hash of per-class counts for one time bucket (``j|250214|8:43``)."""
@@ -158,6 +163,10 @@ class Keys:
     def daily(self, stat: str, day: str) -> str:
         """``stat:processed:YYYY-MM-DD`` for ``stat`` in ("processed", "failed")."""
         return f"{self.prefix}stat:{stat}:{day}"
+
+    def expired_daily(self, day: str) -> str:
+        """Jobs expired on one UTC day (``djqueue:stat:expired:YYYY-MM-DD``)."""
+        return f"{self.expired}:{day}"
 
     def status(self, jid: str) -> str:
         """A tracked job's status hash: state, times, attempts, error, result."""

@@ -18,7 +18,8 @@ import redis
 
 from . import bad_keys
 from .keys import Keys
-from .replies import integer, text
+from .paused import SKIPPED
+from .replies import integer, text, texts
 from .scripts import SCAN
 
 #: Entries one filtering call reads before handing back: a few milliseconds of Redis time.
@@ -196,6 +197,26 @@ def scan_set(client: redis.Redis, key: str, pattern: str, count: int) -> Iterato
     ZSCAN (``count`` a call), so Redis is never busy for long."""
     found: Any = client.zscan_iter(key, match=pattern, count=count)
     return iter(found)
+
+
+def queue_names_and_paused(client: redis.Redis, keys: Keys) -> tuple[list[str], frozenset[str]]:
+    """The names in ``queues`` (sorted) and the paused queues' names, one round trip. A
+    ``queues`` of another type raises WRONGTYPE (the caller names it); a paused set of another
+    type pauses nothing and is logged once by name (`paused.SKIPPED`)."""
+    pipe = client.pipeline(transaction=False)
+    pipe.smembers(keys.queues)
+    pipe.smembers(keys.paused)
+    names, paused = pipe.execute(raise_on_error=False)
+    if isinstance(names, Exception):
+        raise names
+    if isinstance(paused, Exception):
+        if not bad_keys.is_wrong_type(paused):
+            raise paused
+        bad_keys.report([bad_keys.met(client, keys.paused, "set", SKIPPED)])
+        paused = ()
+    else:
+        bad_keys.report([], [keys.paused])
+    return texts(names), frozenset(texts(paused))
 
 
 def queue_figures(

@@ -12,12 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 import redis.exceptions
 
 from . import bad_keys
+from . import expired as expired_store
 from . import metrics as metrics_store
 from .keys import DAILY_STATS_TTL, PROCESS_CLEANUP_TTL, PROCESS_TTL, SIGNAL_TTL, Keys
 from .replies import integer, text, text_hash, texts
@@ -25,6 +26,15 @@ from .scripts import BEAT, LEAVE
 
 #: The signals a process obeys: quiet, stop, dump its threads' stacks.
 SIGNALS = ("TSTP", "TERM", "TTIN")
+
+
+class Beat(NamedTuple):
+    """What one heartbeat read back (`ProcessStore.beat`)."""
+
+    signal: str | None
+    peers: list[str]
+    renewed: bool
+    paused: frozenset[str]
 
 
 class ProcessStore:
@@ -43,45 +53,62 @@ class ProcessStore:
         processed: int = 0,
         failed: int = 0,
         metrics: metrics_store.Counts | None = None,
-    ) -> tuple[str | None, list[str], bool]:
+        expired: int = 0,
+    ) -> Beat:
         """One heartbeat, in one script (``beat.lua``, allowed to run when Redis is out of
         memory): flush the counts, rewrite the busy work (thread id -> JSON), refresh the
         identity hash with ``fields`` and its expiry, record the working lists' queue names
         (JSON), and pop one remote signal.
 
-        Returns (the signal popped or None, the identities in ``working_lists``: the djqueue
-        processes of the cluster, which the poller takes turns with, whether the identity hash
-        was missing: a first beat, or Redis lost what it held). ``metrics``, the per-job
-        counts since the last beat (`djqueue.store.metrics`), are written in the same round
-        trip."""
+        Returns a `Beat`: the signal popped or None, the identities in ``working_lists`` (the
+        djqueue processes of the cluster, which the poller takes turns with), whether the
+        identity hash was missing (a first beat, or Redis lost what it held), and the paused
+        queues' names, read by the same script. ``metrics``, the per-job
+        counts since the last beat (`djqueue.store.metrics`), and ``expired``, the jobs not
+        run for being late (`djqueue.store.expired`), are written in the same round trip."""
         args: list[Any] = [processed, failed, DAILY_STATS_TTL, PROCESS_TTL, identity]
         args += (queue_names, len(fields))
         for pair in (*fields.items(), *work.items()):
             args += pair
         k = self.keys
         keys = [*self._counters(), k.work(identity), k.workers(identity), k.processes]
-        keys += (k.process(identity), k.working_lists, k.signals(identity))
-        if metrics:
-            signal, peers, renewed, found = self._beat_with(metrics, keys, args)
+        keys += (k.process(identity), k.working_lists, k.signals(identity), k.paused)
+        if metrics or expired:
+            signal, peers, renewed, found, paused = self._beat_with(metrics, expired, keys, args)
         else:
-            signal, peers, renewed, found = BEAT(self.redis, keys, args)
+            signal, peers, renewed, found, paused = BEAT(self.redis, keys, args)
         checked = [
             keys[6],
             keys[8],
+            keys[10],
             *(keys[0:4:2] if processed else ()),
             *(keys[1:4:2] if failed else ()),
         ]
         bad_keys.report(bad_keys.pairs(found), checked)
-        return text(signal) if signal else None, [text(p) for p in peers], bool(renewed)
+        return Beat(
+            text(signal) if signal else None,
+            [text(p) for p in peers],
+            bool(renewed),
+            frozenset(texts(paused)),
+        )
 
-    def _beat_with(self, metrics: metrics_store.Counts, keys: list[str], args: list[Any]) -> Any:
-        """``beat.lua`` and the metrics' writes in one pipeline (not a transaction: the beat
-        still runs when Redis refuses a metrics write, out of memory say)."""
+    def _beat_with(
+        self,
+        metrics: metrics_store.Counts | None,
+        expired: int,
+        keys: list[str],
+        args: list[Any],
+    ) -> Any:
+        """``beat.lua`` and the metrics' and expired counts' writes in one pipeline (not a
+        transaction: the beat still runs when Redis refuses a write, out of memory say)."""
         pipe = self.redis.pipeline(transaction=False)
         BEAT.queue(pipe, keys, args)
-        written = metrics_store.add_writes(pipe, self.keys, metrics, time.time())
+        now = time.time()
+        written = metrics_store.add_writes(pipe, self.keys, metrics, now) if metrics else []
+        counted = expired_store.add_writes(pipe, self.keys, expired, now)
         replies = pipe.execute(raise_on_error=False)
-        metrics_store.report(replies[1:], written)
+        metrics_store.report(replies[1 : 1 + len(written)], written)
+        expired_store.report(replies[1 + len(written) :], counted)
         beat = replies[0]
         if isinstance(beat, redis.exceptions.NoScriptError):
             return BEAT(self.redis, keys, args)  # loads it; the metrics are already written
@@ -96,6 +123,10 @@ class ProcessStore:
         pipe = self.redis.pipeline(transaction=False)
         written = metrics_store.add_writes(pipe, self.keys, metrics, time.time())
         metrics_store.report(pipe.execute(raise_on_error=False), written)
+
+    def write_expired(self, count: int) -> None:
+        """The last expired count of a process that leaves."""
+        expired_store.write(self.redis, self.keys, count)
 
     def clear(
         self, identity: str, processed: int = 0, failed: int = 0, drop_index: bool = True

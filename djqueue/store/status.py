@@ -25,7 +25,7 @@ from .scripts import CANCEL, FINISH
 
 #: The states a job ends in (``status_finished`` in lua/status.lua): it leaves them only when
 #: it is sent to run again.
-ENDS = ("completed", "dead", "cancelled")
+ENDS = ("completed", "dead", "cancelled", "expired")
 
 
 class StatusStore:

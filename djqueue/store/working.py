@@ -219,12 +219,12 @@ class WorkingLists:
         """Push every job in these lists back to the front of its queue."""
         return requeue_process(self.redis, self.keys, self.identity, self.names, drop_index)
 
-    def queued(self) -> int:
-        """How many jobs wait in this process's queues (a key of another type counts as
-        empty: `take` skips it too)."""
+    def queued(self, names: Sequence[str] | None = None) -> int:
+        """How many jobs wait in this process's queues, or in those of ``names`` (a key of
+        another type counts as empty: `take` skips it too)."""
         pipe = self.redis.pipeline(transaction=False)
-        for key in self.queue_keys.values():
-            pipe.llen(key)
+        for name in self.names if names is None else names:
+            pipe.llen(self.queue_keys[name])
         return sum(n for n in pipe.execute(raise_on_error=False) if isinstance(n, int))
 
     def contents(self) -> dict[str, list[bytes]]:

@@ -12,7 +12,7 @@ and they show as two more figures, rows waiting and the oldest row's age in seco
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import RedisInfo
@@ -57,6 +57,8 @@ class Dashboard:
     redis: list[tuple[str, str]]
     #: The keys the figures could not read, one line each (`djqueue.web.problems`).
     problems: list[str]
+    #: The paused queues' names: no worker takes jobs from them.
+    paused: list[str] = field(default_factory=list)
 
     def linked(self, url: Callable[[str], str]) -> list[tuple[Figure, str]]:
         """Each figure with the URL of its page (``url("retries")``...), or "" for none."""
@@ -69,13 +71,20 @@ class Dashboard:
             "latency": self.latency,
             "chart": self.chart,
             "redis": dict(self.redis),
+            "paused": self.paused_text,
         }
+
+    @property
+    def paused_text(self) -> str:
+        """The paused queues, as the page's status line names them ("" for none)."""
+        return ", ".join(self.paused)
 
 
 #: The dashboard's words for `djqueue.api.figures`' figures, by name.
 LABELS = {
     "processed": _("Processed"),
     "failed": _("Failed"),
+    "expired": _("Expired"),
     "busy": _("Busy"),
     "enqueued": _("Enqueued"),
     "scheduled": _("Scheduled"),
@@ -111,6 +120,7 @@ def dashboard(
         chart=history_svg(dates, processed, failed),
         redis=RedisInfo(settings=settings).fields(),
         problems=[problem(key, what) for key, what in overview.problems + history.problems],
+        paused=overview.paused,
     )
 
 

@@ -125,6 +125,32 @@ def clear_queue(form: Form, allowed: Allowed, settings: Settings | None = None) 
     return Outcome(f"Cleared queue {name}: deleted {count:,} job{'s' if count != 1 else ''}.")
 
 
+#: What a pause form may ask for.
+PAUSE_ACTIONS = ("pause", "resume")
+
+
+def pause_queue(
+    form: Form, allowed: Allowed, queue: str = "", settings: Settings | None = None
+) -> Outcome:
+    """Pause or resume (``action``) the queue the form names, or ``queue`` on its own page.
+    Nothing is lost either way, so nothing is asked first."""
+    _need(allowed, "change")
+    action = form.get("action") or ""
+    if action not in PAUSE_ACTIONS:
+        return NOTHING_CHOSEN
+    name = queue or str(form.get("queue") or "")
+    where = Queue(name, settings=settings)
+    beat = f"{where.settings.heartbeat_interval:g} s"
+    if action == "pause":
+        where.pause()
+        return Outcome(
+            f"Paused queue {name}: workers take no job from it within {beat}. "
+            f"Its jobs stay, and new ones still land in it."
+        )
+    where.resume()
+    return Outcome(f"Resumed queue {name}: workers take its jobs again within {beat}.")
+
+
 def signal_processes(form: Form, allowed: Allowed, settings: Settings | None = None) -> Outcome:
     """Quiet or stop one process (``identity``) or all of them."""
     _need(allowed, "change")

@@ -88,6 +88,8 @@ def job_status(req: WebRequest) -> Result:
 
 def queues(req: WebRequest) -> Result:
     if req.method == "POST":
+        if req.form.get("action") in forms.PAUSE_ACTIONS:
+            return answer(req, req.url("queues"), forms.pause_queue, req.form)
         return answer(req, req.url("queues"), forms.clear_queue, req.form)
     rows = web_queues.queues_page(req.settings)
     links = [(row, req.url("queue", queue=row.name)) for row in rows]
@@ -124,6 +126,8 @@ def _list(req: WebRequest, kind: str, queue: str = "") -> Result:
     params = ListQuery.parse(req.query)
     here = req.full_path
     if req.method == "POST":
+        if kind == "queue" and req.form.get("action") in forms.PAUSE_ACTIONS:
+            return answer(req, here, forms.pause_queue, req.form, queue=queue)
         return answer(req, here, forms.list_action, kind, req.form, params, queue=queue)
     found = read_list(kind, params, queue=queue, settings=req.settings)
     job_urls = [_job_url(req, kind, row.key, queue) for row in found.rows]

@@ -103,6 +103,8 @@ class JobList:
     show_args: bool
     #: The queue's name, on a queue's page.
     queue_name: str = ""
+    #: On a queue's page: no worker takes jobs from it (`djqueue.api.Queue.pause`).
+    paused: bool = False
     #: Query strings of the other pages, for the paginator (None marks elided pages).
     page_links: list[tuple[int | None, str]] = field(default_factory=list)
     #: Query strings turning the sidebar's counts on or off, and dropping every filter.
@@ -172,6 +174,7 @@ def job_list(
         actions=actions_for(kind),
         show_args=show_args,
         queue_name=queue,
+        paused=isinstance(where, Queue) and where.paused,
         page_links=links,
         facets_url=params.url(facets=not params.facets, page=params.page),
         clear_url=ListQuery(facets=params.facets).url(),

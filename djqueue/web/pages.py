@@ -9,8 +9,8 @@ endpoint ``<route>``). Paths use the ``<converter:name>`` syntax both frameworks
 
 Who may do what: seeing any page needs ``view``; each posted action needs the permission its
 `djqueue.web.actions.Action` (or the periodic actions) names, clearing a queue ``delete``,
-quieting and stopping processes ``change`` — the `Route.acts` column says which, for the docs
-and for the mounts that want to hide a page's buttons.
+pausing and resuming one, quieting and stopping processes ``change`` — the `Route.acts`
+column says which, for the docs and for the mounts that want to hide a page's buttons.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ ROUTES = (
     Route("live", "index", "live", handlers.live),
     Route("asset", "index", "assets/<name>", handlers.asset, slash=False),
     Route("job_status", "index", "job", handlers.job_status),
-    Route("queues", "queues", "", handlers.queues, POST, ("delete",)),
+    Route("queues", "queues", "", handlers.queues, POST, BOTH),
     Route("queue_job", "queues", "<path:queue>/job/<path:key>", handlers.queue_job, POST, BOTH),
     Route("queue", "queues", "<path:queue>", handlers.queue, POST, BOTH),
     Route("scheduled", "scheduled", "", handlers.scheduled, POST, BOTH),

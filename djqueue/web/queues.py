@@ -1,4 +1,5 @@
-"""The queues page: every queue with its size and latency (clearing one is `forms.clear_queue`)."""
+"""The queues page: every queue with its size, latency and whether it is paused (clearing one
+is `forms.clear_queue`, pausing and resuming one `forms.pause_queue`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ class QueueRow:
     latency: float
     #: What is wrong with the queue's key (not a list), or empty.
     problem: str = ""
+    #: Workers take no job from it (`djqueue.api.Queue.pause`).
+    paused: bool = False
 
     @property
     def size_text(self) -> str:

@@ -230,19 +230,26 @@ class JobBuffer:
         with self._lock:
             self.running -= 1
 
-    def flush(self, push_back: bool = False) -> None:
+    def flush(self, push_back: bool = False, queues: frozenset[str] = frozenset()) -> None:
         """Acknowledge the finished jobs now and, when ``push_back``, send every buffered job
-        back to the front of its queue, in one atomic call. Called after each heartbeat (so an
-        acknowledgement never waits longer than a beat), on quiet, at shutdown, and by the
-        event loop when async jobs end. One at a time: the shutdown's flush, which comes right
-        before the working lists are pushed back, waits for one under way, so no finished
-        job is in flight then (it would be pushed back and run again)."""
+        back to the front of its queue (else those of ``queues``: paused), in one call.
+        Called after each heartbeat (so an acknowledgement never waits longer than a beat),
+        on quiet, at shutdown, and by the event loop when async jobs end. One at a time: the
+        shutdown's flush, which comes right before the working lists are pushed back, waits
+        for one under way, so no finished job is in flight then (it would be pushed back and
+        run again)."""
         with self._flushing:
             with self._lock:
                 acks, self.acks = self.acks, []
-                back = list(reversed(self.jobs)) if push_back else []
                 if push_back:
+                    back = list(reversed(self.jobs))
                     self.jobs.clear()
+                elif queues:
+                    back = [unit for unit in reversed(self.jobs) if unit.queue in queues]
+                    if back:
+                        self.jobs = deque(unit for unit in self.jobs if unit.queue not in queues)
+                else:
+                    back = []
             try:
                 self.fetcher.fetch(0, acks, back)
             except BaseException:

@@ -398,18 +398,14 @@ def build_parser() -> argparse.ArgumentParser:
 PERIODIC_ACTIONS = ("list", "enable", "disable", "run", "delete")
 
 
-def add_periodic_arguments(parser: argparse.ArgumentParser) -> None:
-    """``[ACTION [NAME]]`` of ``periodic``, for every command of that name (the frameworks'
-    too, so their help says the same)."""
-    parser.add_argument(
-        "action",
-        nargs="?",
-        default="list",
-        choices=PERIODIC_ACTIONS,
-        help="list (the default), or act on the job NAME: enable, disable, run (push "
-        "it now), delete (a job declared in code comes back at the next worker start)",
-    )
-    parser.add_argument("name", nargs="?", help="the periodic job's name")
+def add_action_arguments(
+    parser: argparse.ArgumentParser, actions: tuple[str, ...], what: str, named: str
+) -> None:
+    """``[ACTION [NAME]]`` of a report command that can also act on one thing (``periodic``,
+    ``queues``), for every command of that name (the frameworks' too, so their help says
+    the same): ``list`` by default, else one of ``actions`` (``what`` says each) on NAME."""
+    parser.add_argument("action", nargs="?", default="list", choices=actions, help=what)
+    parser.add_argument("name", nargs="?", help=named)
 
 
 def periodic_command(
@@ -442,10 +438,57 @@ def periodic_command(
     return 0, f"{name}: deleted{note}"
 
 
+#: What ``djqueue queues`` can do.
+QUEUES_ACTIONS = ("list", "pause", "resume")
+
+
+#: The report commands that also act on one thing: their actions, what each does, and what
+#: NAME names (`add_action_arguments`).
+ACTION_ARGUMENTS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "periodic": (
+        PERIODIC_ACTIONS,
+        "list (the default), or act on the job NAME: enable, disable, run (push "
+        "it now), delete (a job declared in code comes back at the next worker start)",
+        "the periodic job's name",
+    ),
+    "queues": (
+        QUEUES_ACTIONS,
+        "list (the default), or pause NAME (every worker stops taking its jobs within "
+        "a heartbeat; they stay, pushes still land) or resume NAME",
+        "the queue's name",
+    ),
+}
+
+
+def queues_command(
+    action: str, name: str | None, settings: Settings, prog: str = "djqueue queues"
+) -> tuple[int, str]:
+    """``djqueue queues [pause|resume NAME]``: (exit code, what to print)."""
+    from .. import report as reports
+    from ..api import Queue
+
+    if action == "list":
+        return 0, reports.queues(settings)
+    if not name:
+        return 2, f"{prog} {action} needs the queue's name"
+    try:
+        queue = Queue(name, settings=settings)
+        changed = queue.pause() if action == "pause" else queue.resume()
+    except ValueError as exc:
+        return 2, f"{prog} {action}: {exc}"
+    beat = f"{settings.heartbeat_interval:g} s"
+    if action == "pause":
+        already = "" if changed else " (it was paused already)"
+        return 0, f"{name}: paused{already}; workers take no job from it within {beat}"
+    if not changed:
+        return 0, f"{name}: was not paused"
+    return 0, f"{name}: resumed; workers take its jobs again within {beat}"
+
+
 #: The report commands and what they print.
 REPORTS = {
     "stats": "print processed/failed counts and set sizes",
-    "queues": "print each queue's size and latency",
+    "queues": "print each queue's size and latency, or pause or resume one",
     "status": "print a tracked job's state, times, attempts, error and result",
     "periodic": "list periodic jobs (last and next run), or enable, disable, run or delete one",
     "metrics": "print the figures in Prometheus' text exposition format (needs the "
@@ -458,7 +501,7 @@ REPORTS = {
 
 def add_report_arguments(parser: argparse.ArgumentParser, command: str = "stats") -> None:
     """The flags of a report command (`REPORTS`): which Redis to read, and the command's own
-    arguments (``status JID``, ``periodic [ACTION NAME]``)."""
+    arguments (``status JID``, ``periodic [ACTION NAME]``, ``queues [ACTION NAME]``)."""
     parser.add_argument("--redis-url", default=None, metavar="URL", help="Redis to read")
     parser.add_argument(
         "--redis-url-file", default=None, metavar="PATH", help="read the URL from PATH"
@@ -466,8 +509,8 @@ def add_report_arguments(parser: argparse.ArgumentParser, command: str = "stats"
     parser.add_argument("--namespace", default=None, help="prefix of every Redis key")
     if command == "status":
         parser.add_argument("jid", help="the job's id")
-    if command == "periodic":
-        add_periodic_arguments(parser)
+    if command in ACTION_ARGUMENTS:
+        add_action_arguments(parser, *ACTION_ARGUMENTS[command])
     if command == "health":
         add_health_arguments(parser)
 
@@ -558,6 +601,11 @@ def run_report(
         return Report(0, reports.stats(effective, outbox), source)
     if command == "limits":
         return Report(0, reports.limits(effective), source)
+    if command == "queues":
+        code, text = queues_command(
+            options.get("action") or "list", options.get("name"), effective, f"{prog} queues"
+        )
+        return Report(code, text, source, error=code != 0)
     if command == "metrics":
         from ..contrib.prometheus import exposition
 

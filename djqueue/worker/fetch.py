@@ -6,6 +6,11 @@ module decides the order the queues are tried in (Sidekiq's strict or weighted o
 spreads idle processors over the queues: when every queue is empty, an idle processor blocks
 with BLMOVE on the queue the fewest idle processors watch, so a newly pushed job is picked up
 within milliseconds without polling.
+
+Paused queues (`djqueue.store.paused`) are left out of every order: the heartbeat hands the
+paused set it read with each beat to `Fetcher.pause`, so a pause costs the fetch nothing and
+reaches it within one beat. A job a blocking wait catches on a queue paused meanwhile goes
+straight back to the front of its queue, unstarted.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import redis
 import redis.exceptions
 
 from ..store import Keys, WorkingLists
+from .log import logger
 
 
 class Unit:
@@ -67,16 +73,39 @@ class Fetcher:
         self.expanded = [name for name, weight in queues for _ in range(max(weight, 1))]
         self._blockers = dict.fromkeys(self.names, 0)
         self._lock = threading.Lock()
+        #: This process's queues that are paused, as the last beat read them.
+        self.paused: frozenset[str] = frozenset()
+        #: The queues a fetch tries (all of them but the paused ones), in their given order.
+        self.serving: list[str] = self.names
+        self._expanded = self.expanded
+
+    def pause(self, paused: frozenset[str] | set[str]) -> frozenset[str]:
+        """Take the paused queues' names as the last beat read them (every queue's, this
+        process's or not); returns this process's queues paused since the last call. A change
+        is logged, once per queue."""
+        mine = frozenset(paused) & frozenset(self.names)
+        if mine == self.paused:
+            return frozenset()
+        newly, resumed = mine - self.paused, self.paused - mine
+        with self._lock:
+            self.paused = mine
+            self.serving = [name for name in self.names if name not in mine]
+            self._expanded = [name for name in self.expanded if name not in mine]
+        for name in sorted(newly):
+            logger.info("queue %s is paused: taking no job from it until it is resumed", name)
+        for name in sorted(resumed):
+            logger.info("queue %s is resumed: taking jobs from it again", name)
+        return newly
 
     @property
     def index_value(self) -> str:
         return self.lists.index_value
 
     def order(self) -> list[str]:
-        """The queue names in the order this fetch tries them."""
+        """The queue names in the order this fetch tries them (the paused ones left out)."""
         if self.strict:
-            return self.names
-        names = self.expanded[:]
+            return self.serving
+        names = self._expanded[:]
         random.shuffle(names)
         return list(dict.fromkeys(names))
 
@@ -85,7 +114,8 @@ class Fetcher:
         to the front of their queues, then take up to ``count`` jobs in this fetch's order."""
         if not (count or acks or back):
             return []
-        taken = self.lists.take(count, None if self.strict else self.order(), acks, back)
+        plain = self.strict and not self.paused
+        taken = self.lists.take(count, None if plain else self.order(), acks, back)
         working = self.working
         return [Unit(name, raw, working[name], recovered) for name, raw, recovered in taken]
 
@@ -115,11 +145,20 @@ class Fetcher:
         if taken is None:
             return None
         raw, recovered = taken
-        return Unit(name, raw, self.working[name], recovered)
+        unit = Unit(name, raw, self.working[name], recovered)
+        if name in self.paused:
+            # Paused while this wait was under way: the job goes back unstarted.
+            self.lists.requeue(unit)
+            return None
+        return unit
 
     def requeue(self, unit: Unit) -> bool:
         """Push one job back to the front of its queue; False if it had already left."""
         return self.lists.requeue(unit)
+
+    def queued(self) -> int:
+        """How many jobs wait in the queues this process serves (paused ones left out)."""
+        return self.lists.queued(self.serving)
 
     def requeue_all(self, drop_index: bool = True) -> int:
         """Push every job in this process's working lists back to the front of its queue."""

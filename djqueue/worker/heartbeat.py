@@ -3,9 +3,10 @@
 One script call per beat (`djqueue.store.ProcessStore.beat`, Sidekiq's layout, docs/design.md):
 the stats counted since the last beat, the busy-work hash, the ``processes`` set, the identity
 hash, this process's entry in the working-lists index, and one remote signal popped from
-``IDENTITY-signals``; while it holds concurrency slots (`djqueue.limits`), a second call
-renews their leases. A process that stops beating disappears: its hashes expire after 60 s and
-the janitor removes it from ``processes``.
+``IDENTITY-signals``; what comes back also names the paused queues, which the fetch then
+leaves out (`Fetcher.pause`); while it holds concurrency slots (`djqueue.limits`), a second
+call renews their leases. A process that stops beating disappears: its hashes expire after
+60 s and the janitor removes it from ``processes``.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class Heartbeat:
     def beat(self) -> str | None:
         """Write one beat; returns the remote signal popped (``TSTP``, ``TERM``, ``TTIN``)."""
         processed, failed = self.tally.take()
+        expired = self.tally.take_expired()
         metrics = self.tally.metrics.take() if self.tally.metrics is not None else None
         busy = self.tally.busy()
         if self.health_file:
@@ -115,22 +117,31 @@ class Heartbeat:
                 "rss": rss_kb(),
                 "rtt_us": self.rtt_us,
             }
-            signal, peers, self.renewed = self.store.beat(
-                self.identity, fields, work, self.fetcher.index_value, processed, failed, metrics
+            found = self.store.beat(
+                self.identity,
+                fields,
+                work,
+                self.fetcher.index_value,
+                processed,
+                failed,
+                metrics,
+                expired,
             )
         except REDIS_ERRORS:
-            self.tally.give_back(processed, failed)
+            self.tally.give_back(processed, failed, expired)
             if metrics and self.tally.metrics is not None:
                 self.tally.metrics.give_back(metrics)
             raise
-        self.peers = sorted(set(peers) | {self.identity})
+        self.renewed = found.renewed
+        self.peers = sorted(set(found.peers) | {self.identity})
+        self.fetcher.pause(found.paused)
         held = limits.held()
         if held:
             self.limits.renew(held, limits.lease_seconds(self.interval))
         tracked = [w["payload"] for w in busy.values() if b'"retention":' in w["payload"]]
         if tracked:
             self.check_cancels(tracked)
-        return signal
+        return found.signal
 
     def write_health(self, busy: dict[str, dict[str, Any]]) -> None:
         """Write the health file; a failure is logged, and the beat goes on."""
@@ -167,6 +178,7 @@ class Heartbeat:
         processed, failed = self.tally.take()
         if self.tally.metrics is not None:
             self.store.write_metrics(self.tally.metrics.take())
+        self.store.write_expired(self.tally.take_expired())
         self.store.clear(self.identity, processed, failed, drop_index)
 
 

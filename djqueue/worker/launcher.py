@@ -192,7 +192,7 @@ class Launcher:
                 "declaring its periodic jobs again"
             )
             self.periodic_poller.redeclare()
-        self.manager.tidy()
+        self.manager.tidy(self.fetcher.paused)
         self.janitor.run()
         if self.parent is not None and os.getppid() != self.parent and not self.stopping.is_set():
             logger.warning("the parent process is gone: stopping")
@@ -310,14 +310,15 @@ class Launcher:
             self.handle(name)
 
     def drained(self) -> bool:
-        """``--burst``'s test: nothing waits in the queues and nothing is in hand, seen twice
+        """``--burst``'s test: nothing waits in the queues (paused ones are not waited for:
+        this process takes nothing from them) and nothing is in hand, seen twice
         in a row, `BURST_CHECK` apart (a job between its queue and a processor's hands is in
         neither for an instant). Redis unreachable: not drained; the worker waits for it."""
         try:
             empty = (
                 not self.manager.in_hand()
                 and not self.manager.aio.busy()
-                and self.fetcher.lists.queued() == 0
+                and self.fetcher.queued() == 0
             )
         except REDIS_ERRORS:
             empty = False

@@ -20,6 +20,7 @@ from . import around
 from .aio import AsyncRunner
 from .backoff import REDIS_ERRORS
 from .buffer import JobBuffer
+from .expiry import Expiry
 from .fetch import Fetcher
 from .job_logger import JobLogger, JobSignals
 from .lifecycle import Lifecycle
@@ -76,16 +77,18 @@ class Manager:
     def _steps(self, memory: MemoryLimit | None) -> list[Any]:
         """The steps around every job, outermost first: the user's and a framework's
         (`djqueue.worker.around`), the recovery guard (which passes jobs that were not pushed
-        back after a crash), the memory limit, then settling (it sees what the inner steps
-        already reported; it puts back a job its limiters refused), the limiters, the log
-        lines, the signals, the tally (with the per-job metrics,
-        `djqueue.worker.metrics`), the job's status, and innermost the time limit, so that
-        what it raises is the job's failure to every step around."""
+        back after a crash), the memory limit, the deadline of expiring jobs (a late job ends
+        there, unstarted), then settling (it sees what the inner steps already reported; it
+        puts back a job its limiters refused), the limiters, the log lines, the signals, the
+        tally (with the per-job metrics, `djqueue.worker.metrics`), the job's status, and
+        innermost the time limit, so that what it raises is the job's failure to every step
+        around."""
         guard = RecoveryGuard(self.settle, self.buffer, self.jobs_running)
         return [
             *around.steps(),
             guard,
             *([memory] if memory is not None else []),
+            Expiry(self.tally),
             SettleStep(self.settle),
             LimitStep(self.settle.limits, limits.lease_seconds(self.settings.heartbeat_interval)),
             JobLogger(),
@@ -129,10 +132,12 @@ class Manager:
         self.quieting.set()
         self.tidy()
 
-    def tidy(self) -> None:
-        """Acknowledge finished jobs; when quiet, push back buffered ones. After each beat."""
+    def tidy(self, paused: frozenset[str] = frozenset()) -> None:
+        """Acknowledge finished jobs; when quiet, push back buffered ones, else those of the
+        ``paused`` queues (they wait there for the resume; after an outage that made a
+        push-back fail, the next beat's tidy sends them). After each beat."""
         try:
-            self.buffer.flush(push_back=self.quieting.is_set())
+            self.buffer.flush(push_back=self.quieting.is_set(), queues=paused)
         except REDIS_ERRORS:
             pass  # kept for the next try; they are in the working list meanwhile
 

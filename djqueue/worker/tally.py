@@ -34,6 +34,9 @@ class Tally:
         self.metrics = metrics
         self.processed = 0
         self.failed = 0
+        #: Jobs taken after their deadline and not run (`djqueue.worker.expiry`); neither
+        #: processed nor failed.
+        self.expired = 0
         #: Jobs run since the process started (never reset: ``--max-jobs`` counts these).
         self.total = 0
         #: tid -> {"queue", "payload" (the job JSON as stored), "run_at" (int epoch s)}
@@ -67,6 +70,16 @@ class Tally:
             if failed:
                 self.failed += 1
 
+    def count_expired(self) -> None:
+        with self._lock:
+            self.expired += 1
+
+    def take_expired(self) -> int:
+        """The expired jobs since the last take, reset to zero (flushed with the beat)."""
+        with self._lock:
+            count, self.expired = self.expired, 0
+        return count
+
     def take(self) -> tuple[int, int]:
         """The counts since the last take, reset to zero (the heartbeat flushes them)."""
         with self._lock:
@@ -74,11 +87,12 @@ class Tally:
             self.processed = self.failed = 0
         return counts
 
-    def give_back(self, processed: int, failed: int) -> None:
+    def give_back(self, processed: int, failed: int, expired: int = 0) -> None:
         """Put counts back after a failed flush, so an outage loses none."""
         with self._lock:
             self.processed += processed
             self.failed += failed
+            self.expired += expired
 
     def busy(self) -> dict[str, dict[str, Any]]:
         return self.work.copy()

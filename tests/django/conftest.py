@@ -5,20 +5,48 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import redis
 from django.conf import settings
 
 import djqueue
+from tests.browser import VIEWPORT, Problems, log_in
 from tests.django.testapp.jobs import SEEN
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+#: The superuser the browser tests log in as.
+USERNAME, PASSWORD = "grace", "a browser-test password"
 
 
 @pytest.fixture(autouse=True)
 def djqueue_from_settings(redis_url: str) -> Iterator[str]:
     djqueue.configure(framework=settings.DJQUEUE, redis_url=redis_url)
     yield redis_url
+
+
+@pytest.fixture
+def admin_page(
+    browser: Browser, live_server: Any, problems: Problems, settings: Any
+) -> Iterator[Page]:
+    """A superuser, logged in through the admin's login form in a fresh browser context;
+    pushes are written at once (``ENQUEUE_ON_COMMIT`` off)."""
+    from django.contrib.auth.models import User
+
+    settings.DJQUEUE = {**settings.DJQUEUE, "ENQUEUE_ON_COMMIT": False}
+    User.objects.create_superuser(USERNAME, "grace@example.com", PASSWORD)
+    context = browser.new_context(
+        base_url=live_server.url, viewport=VIEWPORT, locale="en-US", timezone_id="UTC"
+    )
+    context.set_default_timeout(30_000)  # a loaded machine serves slowly
+    found = context.new_page()
+    problems.watch(found)
+    log_in(found, USERNAME, PASSWORD)
+    yield found
+    context.close()
 
 
 def seen(r: redis.Redis, kind: str | None = None) -> list[dict[str, Any]]:

@@ -370,6 +370,46 @@ def test_clear_a_queue_after_confirming(admin_client: Client) -> None:
     assert messages(done) == ["Cleared queue bulk: deleted 4 jobs."] and Queue("bulk").size == 0
 
 
+def test_pause_and_resume_a_queue_from_the_queues_page_and_its_own(
+    admin_client: Client,
+) -> None:
+    for n in range(2):
+        admin_ok.set(queue="bulk").perform_async(n)
+    page = admin_client.get(f"{ADMIN}/queue/").content.decode()
+    assert 'name="action" value="pause"' in page and "djqueue-paused" not in page
+    done = admin_client.post(f"{ADMIN}/queue/", {"queue": "bulk", "action": "pause"}, follow=True)
+    assert messages(done)[0].startswith("Paused queue bulk: workers take no job from it")
+    assert Queue("bulk").paused and Queue("bulk").size == 2
+    row = re.search(r'<tr data-name="bulk".*?</tr>', done.content.decode(), re.S)
+    assert row is not None and '"djqueue-tag djqueue-paused">paused<' in row[0]
+    assert 'value="resume"' in row[0]
+    own = admin_client.get(f"{ADMIN}/queue/bulk/").content.decode()
+    assert 'data-paused="1">paused<' in own and 'value="resume"' in own
+    dashboard = admin_client.get(f"{ADMIN}/dashboard/").content.decode()
+    assert '<span data-live="paused">bulk</span>' in dashboard
+    assert admin_client.get(f"{ADMIN}/dashboard/live/").json()["paused"] == "bulk"
+    resumed = admin_client.post(f"{ADMIN}/queue/bulk/", {"action": "resume"}, follow=True)
+    assert messages(resumed)[0].startswith("Resumed queue bulk")
+    assert not Queue("bulk").paused and 'value="pause"' in resumed.content.decode()
+    assert "djqueue-paused" not in admin_client.get(f"{ADMIN}/queue/").content.decode()
+
+
+def test_pausing_a_queue_needs_the_change_permission(client: Client) -> None:
+    admin_ok.set(queue="bulk").perform_async(1)
+    client.force_login(user("view_job", "delete_job"))
+    page = client.get(f"{ADMIN}/queue/").content.decode()
+    assert 'value="pause"' not in page and ">Clear<" in page
+    assert 'value="pause"' not in client.get(f"{ADMIN}/queue/bulk/").content.decode()
+    refused = client.post(f"{ADMIN}/queue/", {"queue": "bulk", "action": "pause"})
+    assert refused.status_code == 403
+    refused = client.post(f"{ADMIN}/queue/bulk/", {"action": "pause"})
+    assert refused.status_code == 403 and not Queue("bulk").paused
+    client.force_login(user("view_job", "change_job"))
+    assert 'value="pause"' in client.get(f"{ADMIN}/queue/").content.decode()
+    client.post(f"{ADMIN}/queue/bulk/", {"action": "pause"})
+    assert Queue("bulk").paused
+
+
 def test_delete_selected_queue_jobs(admin_client: Client) -> None:
     jids = [str(admin_ok.perform_async(n)) for n in range(3)]
     listing = admin_client.get(f"{ADMIN}/queue/default/")

@@ -13,22 +13,20 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 import redis
-from django.contrib.auth.models import User
 
 from djqueue.api import PeriodicSet, Queue
 from djqueue.periodic_cron import enqueue_time, iso, parse
 from djqueue.periodic_declaration import build
 from djqueue.store import Keys
 from djqueue.store.periodic import PeriodicStore
-from tests.browser import VIEWPORT, Problems, expect, log_in, screenshot
+from tests.browser import Problems, expect, screenshot
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Locator, Page
+    from playwright.sync_api import Locator, Page
 
 # Playwright's sync API keeps an event loop in this thread; Django's ORM would refuse to run.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -36,23 +34,11 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PERIODIC = "/admin/djqueue/periodicjob/"
-USERNAME, PASSWORD = "grace", "a browser-test password"
 
 
 @pytest.fixture
-def page(browser: Browser, live_server: Any, problems: Problems, settings: Any) -> Iterator[Page]:
-    """A superuser, logged in through the admin's login form in a fresh browser context."""
-    settings.DJQUEUE = {**settings.DJQUEUE, "ENQUEUE_ON_COMMIT": False}
-    User.objects.create_superuser(USERNAME, "grace@example.com", PASSWORD)
-    context = browser.new_context(
-        base_url=live_server.url, viewport=VIEWPORT, locale="en-US", timezone_id="UTC"
-    )
-    context.set_default_timeout(30_000)  # a loaded machine serves slowly
-    found = context.new_page()
-    problems.watch(found)
-    log_in(found, USERNAME, PASSWORD)
-    yield found
-    context.close()
+def page(admin_page: Page) -> Page:
+    return admin_page
 
 
 @pytest.fixture

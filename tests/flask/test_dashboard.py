@@ -221,6 +221,46 @@ def test_run_now_clear_and_moved_jobs(client: Any) -> None:
     assert Queue().size == 0
 
 
+def test_pause_and_resume_a_queue(client: Any, access: Access) -> None:
+    ok.set(queue="bulk").perform_async(1)
+    csrf = token(client, "/jobs/queues")
+    done = client.post(
+        "/jobs/queues",
+        data={"csrf_token": csrf, "queue": "bulk", "action": "pause"},
+        follow_redirects=True,
+    )
+    assert flashed(done)[0].startswith("Paused queue bulk: workers take no job from it")
+    assert Queue("bulk").paused and Queue("bulk").size == 1
+    assert '"djqueue-tag djqueue-paused">paused<' in done.text and 'value="resume"' in done.text
+    assert 'data-paused="1">paused<' in client.get("/jobs/queues/bulk").text
+    assert '<span data-live="paused">bulk</span>' in client.get("/jobs/").text
+    assert client.get("/jobs/live").json["paused"] == "bulk"
+    resumed = client.post(
+        "/jobs/queues/bulk",
+        data={"csrf_token": csrf, "action": "resume"},
+        follow_redirects=True,
+    )
+    assert flashed(resumed)[0].startswith("Resumed queue bulk") and not Queue("bulk").paused
+    access.permissions = {"view", "delete"}
+    assert 'value="pause"' not in client.get("/jobs/queues").text
+    refused = client.post("/jobs/queues/bulk", data={"csrf_token": csrf, "action": "pause"})
+    assert refused.status_code == 403 and not Queue("bulk").paused
+
+
+def test_flask_djqueue_queues_pauses_and_resumes(app: flask.Flask) -> None:
+    cli = app.test_cli_runner()
+    paused = cli.invoke(args=["djqueue", "queues", "pause", "bulk"])
+    assert paused.exit_code == 0 and "bulk: paused" in paused.output and Queue("bulk").paused
+    listed = cli.invoke(args=["djqueue", "queues"])
+    assert re.search(r"^bulk +0 +0\.0s +paused$", listed.output, re.M), listed.output
+    resumed = cli.invoke(args=["djqueue", "queues", "resume", "bulk"])
+    assert "bulk: resumed" in resumed.output and not Queue("bulk").paused
+    missing = cli.invoke(args=["djqueue", "queues", "pause"])
+    assert missing.exit_code == 2 and "flask djqueue queues pause needs the queue's name" in (
+        missing.output
+    )
+
+
 def test_quiet_and_stop(client: Any, worker: Callable[..., Running]) -> None:
     running = worker()
     page = client.get("/jobs/busy")

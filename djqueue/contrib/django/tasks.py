@@ -77,7 +77,7 @@ JOB_NAME = "djqueue.contrib.django.run_task"
 RESULT_RETENTION = 24 * 3600
 
 #: A djqueue state as Django's TaskResult tells it: a job waiting to run (again) is READY,
-#: one that died or was cancelled FAILED.
+#: one that died, was cancelled or expired (taken after its deadline, not run) FAILED.
 STATUSES = {
     "scheduled": TaskResultStatus.READY,
     "pending": TaskResultStatus.READY,
@@ -86,6 +86,7 @@ STATUSES = {
     "completed": TaskResultStatus.SUCCESSFUL,
     "dead": TaskResultStatus.FAILED,
     "cancelled": TaskResultStatus.FAILED,
+    "expired": TaskResultStatus.FAILED,
 }
 
 _lock = threading.Lock()

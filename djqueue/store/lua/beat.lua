@@ -7,14 +7,16 @@
 -- KEYS[1] = stat:processed, KEYS[2] = stat:failed, KEYS[3] = today's processed counter,
 -- KEYS[4] = today's failed counter, KEYS[5] = IDENTITY:work, KEYS[6] = IDENTITY:workers,
 -- KEYS[7] = processes, KEYS[8] = the IDENTITY hash, KEYS[9] = working_lists,
--- KEYS[10] = IDENTITY-signals.
+-- KEYS[10] = IDENTITY-signals, KEYS[11] = the paused queues' set (read only).
 -- ARGV[1] = processed, ARGV[2] = failed (since the last beat), ARGV[3] = the daily counters'
 -- lifetime, ARGV[4] = the process hashes' lifetime, ARGV[5] = IDENTITY, ARGV[6] = the JSON list
 -- of its queue names, ARGV[7] = F, then F (field, value) pairs of the IDENTITY hash, then
 -- (thread id, work JSON) pairs of the busy work.
 -- Returns {the signal popped or false, the identities in working_lists, 1 if the IDENTITY
 -- hash was missing (a first beat, or Redis lost it: restarted empty, flushed, or away > its
--- lifetime), the bad keys met (bad_keys.lua)}.
+-- lifetime), the bad keys met (bad_keys.lua), the names of the paused queues}. The paused set
+-- rides on the beat so that a worker learns of a pause within one beat at no cost of its own;
+-- one that is not a set pauses nothing (skipped, noted).
 --
 -- A key of the wrong type never stops the beat: a bad counter is skipped (stat_counts.lua);
 -- this process's own hash and signal list are replaced; the shared `processes` set and
@@ -50,4 +52,8 @@ if key_is(KEYS[9], 'hash', 'skipped: no process finds the jobs of this one shoul
   redis.call('HSET', KEYS[9], ARGV[5], ARGV[6])
   peers = redis.call('HKEYS', KEYS[9])
 end
-return {redis.call('RPOP', KEYS[10]) or false, peers, renewed, bad_keys}
+local paused = {}
+if key_is(KEYS[11], 'set', 'skipped: no queue counts as paused') then
+  paused = redis.call('SMEMBERS', KEYS[11])
+end
+return {redis.call('RPOP', KEYS[10]) or false, peers, renewed, bad_keys, paused}

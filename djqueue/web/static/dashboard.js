@@ -28,6 +28,11 @@
         put(root.querySelector('[data-figure="' + name + '"]'), text);
       }
       put(root.querySelector('[data-live="latency"]'), data.latency);
+      const paused = root.querySelector('[data-live="paused"]');
+      if (paused) {
+        put(paused, data.paused || "");
+        paused.parentElement.hidden = !data.paused;
+      }
       const chart = root.querySelector('[data-live="chart"]');
       if (chart && chart.innerHTML !== data.chart) chart.innerHTML = data.chart;
       root.querySelectorAll("[data-redis]").forEach(function (cell) {
