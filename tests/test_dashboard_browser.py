@@ -274,6 +274,8 @@ IN_LANGUAGE = {
     "ja": ("ltr", "再試行", "エラー", "ペイロード"),
     "fa": ("rtl", "تلاش‌های دوباره", "خطا", "محتوا"),
 }
+#: The Metrics chart's legend and a mean's unit; the admin index's name for the Busy page.
+METRICS_WORDS = {"ja": ("処理済み", "ミリ秒", "稼働中"), "fa": ("پردازش‌شده", "میلی‌ثانیه", "مشغول")}
 
 LIVE_POLL = {"ja": "自動更新", "fa": "به‌روزرسانی زنده"}
 
@@ -290,6 +292,7 @@ def test_pages_in_japanese_and_persian(
     """The browser's language picks the pages' (LocaleMiddleware; the Flask locale hook);
     Persian is laid out right to left."""
     settings.LANGUAGES = [("en", "English"), ("ja", "Japanese"), ("fa", "Persian")]
+    ok.perform_async(1)  # run before the failures: the Metrics page has a mean to show
     fail(worker, 2)
     direction, tab, column, payload = IN_LANGUAGE[language]
     retry = next(iter(RetrySet()))
@@ -297,8 +300,14 @@ def test_pages_in_japanese_and_persian(
         "dashboard": mount.url("index"),
         "retries": mount.url("retries"),
         "retry-job": mount.url("retries_job", key=retry.key),
+        "metrics": mount.url("metrics"),
     }
+    legend, unit, busy = METRICS_WORDS[language]
     page = open_page(browser, mount, problems, locale=language)
+    if mount.name == "django":  # the admin's index names djqueue's pages in the language too
+        go(page, "/admin/")
+        expect(page.locator("#content-main .app-djqueue")).to_contain_text(busy)
+        shoot(page, mount, f"admin-index-{language}")
     for name, url in pages.items():
         go(page, url)
         expect(page.locator("html")).to_have_attribute("dir", direction)
@@ -309,6 +318,10 @@ def test_pages_in_japanese_and_persian(
             expect(page.locator(".djqueue-live-toggle")).to_have_text(LIVE_POLL[language])
         if name == "retry-job":
             expect(page.locator(".djqueue-payload h2")).to_have_text(payload)
+        if name == "metrics":
+            expect(page.locator("#djqueue-metrics-chart svg")).to_contain_text(legend)
+            mean = page.locator('#result_list tr[data-name="browser.ok"] [data-figure="mean"]')
+            expect(mean).to_contain_text(unit)
         shoot(page, mount, f"{name}-{language}")
     page.context.close()
     assert problems.take() == []
