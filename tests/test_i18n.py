@@ -120,6 +120,8 @@ def test_flask_pages_follow_the_locale_hook(client: Any) -> None:
     fa = page(client, "/jobs/", "fa")
     assert '<html lang="fa" dir="rtl">' in fa
     assert ">داشبورد</a>" in fa and "تأخیر صف پیش‌فرض:" in fa
+    # "Enqueued" is a count on the dashboard and a time on a job's page: two translations.
+    assert "در صف" in fa and "زمان ورود به صف" not in fa
     zh = page(client, "/jobs/busy", "zh-hans")
     assert '<html lang="zh-Hans" dir="ltr">' in zh and "没有正在运行的工作进程" in zh
 

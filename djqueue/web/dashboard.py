@@ -23,6 +23,7 @@ from ..outbox import OutboxStats
 from . import display
 from .chart import history_svg
 from .i18n import gettext_lazy as _
+from .i18n import pgettext_lazy
 from .problems import problem
 
 #: Days of history the chart shows.
@@ -100,7 +101,8 @@ LABELS = {
     "processed": _("Processed"),
     "failed": _("Failed"),
     "busy": _("Busy"),
-    "enqueued": _("Enqueued"),
+    # A count here; "Enqueued" on a job's page is a time.
+    "enqueued": pgettext_lazy("dashboard figure", "Enqueued"),
     "scheduled": _("Scheduled"),
     "retries": _("Retries"),
     "dead": _("Dead"),

@@ -31,18 +31,26 @@ METHODS = [
     ("**.py", "python"),
 ]
 OPTIONS = {"templates/**.html": {"extensions": "jinja2.ext.i18n", "trimmed": "true"}}
-KEYWORDS = {"gettext": None, "ngettext": (1, 2), "gettext_lazy": None, "_": None}
+KEYWORDS = {
+    "gettext": None,
+    "ngettext": (1, 2),
+    "gettext_lazy": None,
+    "_": None,
+    "pgettext": ((1, "c"), 2),
+    "pgettext_lazy": ((1, "c"), 2),
+}
 
 
 def template() -> Catalog:
     """Every marked string of the sources, as a catalog with no translations."""
     catalog = Catalog(domain=DOMAIN, project="djqueue", charset="utf-8")
-    for filename, lineno, message, comments, _context in extract_from_dir(
+    for filename, lineno, message, comments, context in extract_from_dir(
         SOURCES, METHODS, options_map=OPTIONS, keywords=KEYWORDS, comment_tags=("Translators:",)
     ):
         if "i18n_tools" in filename:
             continue
-        catalog.add(message, None, [(f"djqueue/web/{filename}", lineno)], auto_comments=comments)
+        where = [(f"djqueue/web/{filename}", lineno)]
+        catalog.add(message, None, where, auto_comments=comments, context=context)
     for filename in MORE:
         for lineno, message, comments, _context in extract_from_file(
             "python", PACKAGE / filename, keywords=KEYWORDS, comment_tags=("Translators:",)
