@@ -275,6 +275,8 @@ IN_LANGUAGE = {
     "ja": ("ltr", "再試行", "エラー", "ペイロード"),
     "fa": ("rtl", "تلاش‌های دوباره", "خطا", "محتوا"),
 }
+#: The Metrics chart's legend and a mean's unit; the admin index's name for the Busy page.
+METRICS_WORDS = {"ja": ("処理済み", "ミリ秒", "稼働中"), "fa": ("پردازش‌شده", "میلی‌ثانیه", "مشغول")}
 
 LIVE_POLL = {"ja": "自動更新", "fa": "به‌روزرسانی زنده"}
 
@@ -291,6 +293,7 @@ def test_pages_in_japanese_and_persian(
     """The browser's language picks the pages' (LocaleMiddleware; the Flask locale hook);
     Persian is laid out right to left."""
     settings.LANGUAGES = [("en", "English"), ("ja", "Japanese"), ("fa", "Persian")]
+    ok.perform_async(1)  # run before the failures: the Metrics page has a mean to show
     fail(worker, 2)
     direction, tab, column, payload = IN_LANGUAGE[language]
     retry = next(iter(RetrySet()))
@@ -298,8 +301,14 @@ def test_pages_in_japanese_and_persian(
         "dashboard": mount.url("index"),
         "retries": mount.url("retries"),
         "retry-job": mount.url("retries_job", key=retry.key),
+        "metrics": mount.url("metrics"),
     }
+    legend, unit, busy = METRICS_WORDS[language]
     page = open_page(browser, mount, problems, locale=language)
+    if mount.name == "django":  # the admin's index names djqueue's pages in the language too
+        go(page, "/admin/")
+        expect(page.locator("#content-main .app-djqueue")).to_contain_text(busy)
+        shoot(page, mount, f"admin-index-{language}")
     for name, url in pages.items():
         go(page, url)
         expect(page.locator("html")).to_have_attribute("dir", direction)
@@ -310,6 +319,10 @@ def test_pages_in_japanese_and_persian(
             expect(page.locator(".djqueue-live-toggle")).to_have_text(LIVE_POLL[language])
         if name == "retry-job":
             expect(page.locator(".djqueue-payload h2")).to_have_text(payload)
+        if name == "metrics":
+            expect(page.locator("#djqueue-metrics-chart svg")).to_contain_text(legend)
+            mean = page.locator('#result_list tr[data-name="browser.ok"] [data-figure="mean"]')
+            expect(mean).to_contain_text(unit)
         shoot(page, mount, f"{name}-{language}")
     page.context.close()
     assert problems.take() == []
@@ -386,6 +399,25 @@ def test_retry_kill_delete_from_a_list_and_a_job(
         page.locator(".djqueue-job-actions").get_by_role("button", name="Kill").click()
     expect(messages(page)).to_have_text(["Killed 1 job."])
     assert RetrySet().size == 0 and DeadSet().size == 2
+    # Delete on a job's page asks first; "No" goes back to the job, "Yes" to the list.
+    go(page, mount.url("dead"))
+    with page.expect_navigation():
+        row(page, second).locator("th a").click()
+    job_url = page.url
+    delete = page.locator(".djqueue-job-actions").get_by_role("button", name="Delete")
+    with page.expect_navigation():
+        delete.click()
+    expect(page.locator("h2.djqueue-question")).to_have_text("Delete this job?")
+    with page.expect_navigation():
+        page.get_by_role("link", name="No, take me back").click()
+    assert page.url == job_url and DeadSet().size == 2
+    with page.expect_navigation():
+        delete.click()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Yes, I’m sure").click()
+    expect(messages(page)).to_have_text(["Deleted 1 job."])
+    expect(rows(page)).to_have_count(1)
+    assert [e.jid for e in DeadSet().jobs()] == [fourth]
 
 
 def test_select_all_asks_then_acts(page: Page, mount: Mount) -> None:
@@ -597,6 +629,39 @@ def test_metrics_page_shows_what_a_worker_ran_and_a_hostile_name_as_text(
     expect(rows(page)).to_have_count(2)
     expect(page.locator("#content-main")).to_contain_text("card declined for order-2")
     assert dialogs == []
+
+
+def test_metrics_page_polls_live_and_keeps_its_range_filter_and_class(
+    page: Page, mount: Mount, worker: Callable[..., Running], r: redis.Redis
+) -> None:
+    """Live poll on the Metrics page: jobs a worker runs meanwhile show in the figures and the
+    chart without a reload; the range, the name filter, the chosen class and text typed in
+    the filter box (not yet sent) stay as they were."""
+    running = worker()
+    ok.perform_async(0)
+    wait_for(lambda: int(r.get("stat:processed") or 0) == 1, what="the first job counted")
+    go(page, mount.url("metrics") + "?range=3h&name=browser.ok&job=browser.ok")
+    processed = page.locator('#result_list tr[data-name="browser.ok"] [data-figure="processed"]')
+    expect(processed).to_have_text("1")
+    page.evaluate("window.notReloaded = true")
+    page.locator("#searchbar").fill("browser.o")
+    toggle = page.locator(".djqueue-live-toggle")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "true")
+    page.locator("#searchbar").blur()  # typed, not sent: a refresh waits while it has the focus
+    for n in range(1, 4):
+        ok.perform_async(n)
+    expect(processed).to_have_text("4", timeout=15_000)
+    expect(page.locator("#djqueue-metrics-chart polyline.djqueue-chart-processed")).to_have_count(1)
+    expect(page.locator(".djqueue-ranges strong")).to_have_text("3h")
+    expect(page.locator("#djqueue-metrics-chart h2")).to_contain_text("browser.ok")
+    expect(page.locator("#searchbar")).to_have_value("browser.o")
+    expect(page.locator(".djqueue-updated")).to_contain_text("updated")
+    assert page.evaluate("window.notReloaded") is True
+    shoot(page, mount, "metrics-live")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "false")
+    running.stop()
 
 
 # -- hostile data -----------------------------------------------------------------------------

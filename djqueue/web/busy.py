@@ -16,6 +16,7 @@ from ..config import Settings, get_settings
 from ..errors import EmbeddedProcess
 from ..job_options import time_limit
 from . import display
+from .i18n import gettext, ngettext
 from .problems import problem
 
 
@@ -68,8 +69,8 @@ class BusyPage:
     problems: list[str]
 
 
-#: The signals the page may send, by action name, with their past tense.
-SIGNALS = {"quiet": ("TSTP", "Quieted"), "stop": ("TERM", "Asked to stop")}
+#: The signals the page may send, by action name.
+SIGNALS = {"quiet": "TSTP", "stop": "TERM"}
 
 
 def busy_page(settings: Settings | None = None) -> BusyPage:
@@ -84,7 +85,7 @@ def busy_page(settings: Settings | None = None) -> BusyPage:
             process=w.process,
             thread=w.thread_id,
             jid=w.jid or "",
-            job_name=w.payload.display_name or "(none)",
+            job_name=w.payload.display_name or gettext("(none)"),
             args=display.args_text(w.payload.display_args, show_args),
             queue=w.queue,
             started=display.relative(w.run_at, now),
@@ -106,11 +107,11 @@ def busy_page(settings: Settings | None = None) -> BusyPage:
 def signal(action: str, identity: str | None, settings: Settings | None = None) -> tuple[int, str]:
     """Send ``"quiet"`` or ``"stop"`` to one process (None: every live one); how many got it,
     and the message."""
-    name, done = SIGNALS[action]
+    name = SIGNALS[action]
     processes = ProcessSet(settings=settings).processes()
     chosen = [p for p in processes if identity is None or p.identity == identity]
     if identity is not None and not chosen:
-        return 0, f"Process {identity} is no longer running."
+        return 0, gettext("Process %(identity)s is no longer running.") % {"identity": identity}
     if identity is None:
         # Quiet All and Stop All pass over embedded processes, as Sidekiq's Busy page does.
         chosen = [p for p in chosen if p.can_signal]
@@ -120,7 +121,11 @@ def signal(action: str, identity: str | None, settings: Settings | None = None) 
         except EmbeddedProcess as exc:
             return 0, str(exc)
     count = len(chosen)
-    return count, f"{done} {count} process{'es' if count != 1 else ''}."
+    if action == "quiet":
+        done = ngettext("Quieted %(n)s process.", "Quieted %(n)s processes.", count)
+    else:
+        done = ngettext("Asked to stop %(n)s process.", "Asked to stop %(n)s processes.", count)
+    return count, done % {"n": count}
 
 
 def _over_limit(limit: object, run_at: float | None, now: float) -> float | None:

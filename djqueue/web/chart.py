@@ -11,26 +11,33 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from html import escape
 
+from .i18n import gettext, gettext_lazy
+
 WIDTH, HEIGHT = 800, 236
 LEFT, RIGHT, TOP, BOTTOM = 56, 28, 32, 28
-SERIES = (("processed", "#2e7d32"), ("failed", "#c62828"))
+#: Each line: its class name, colour and legend (shown in the request's language).
+SERIES = (
+    ("processed", "#2e7d32", gettext_lazy("processed")),
+    ("failed", "#c62828", gettext_lazy("failed")),
+)
 
 
 def history_svg(days: Sequence[str], processed: Sequence[int], failed: Sequence[int]) -> str:
     """Two lines over ``days`` (oldest first), with a scale, date labels, a legend and a hover
     title per day."""
-    return lines_svg(days, processed, failed, "per day", short=lambda day: day[5:])
+    label = gettext("Processed and failed jobs per day")
+    return lines_svg(days, processed, failed, label, short=lambda day: day[5:])
 
 
 def lines_svg(
     days: Sequence[str],
     processed: Sequence[int],
     failed: Sequence[int],
-    per: str,
+    label: str,
     short: Callable[[str], str] = lambda point: point,
 ) -> str:
     """Processed and failed over the points ``days`` (oldest first, each labelled ``short``
-    on the axis and in full in its hover title); ``per`` ends the chart's accessible name."""
+    on the axis and in full in its hover title); ``label`` is the chart's accessible name."""
     count = len(days)
     top = nice_ceiling(max([*processed, *failed, 1]))
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -41,7 +48,7 @@ def lines_svg(
     def y(value: int) -> float:
         return TOP + plot_h - plot_h * value / top
 
-    parts = [_open(f"Processed and failed jobs {per}")]
+    parts = [_open(label)]
     parts.extend(_scale(top, y))
     label_every = max(1, count // 6)
     for n, day in enumerate(days):
@@ -50,24 +57,29 @@ def lines_svg(
                 f'<text x="{x(n):.1f}" y="{HEIGHT - 8}" text-anchor="middle" font-size="11" '
                 f'fill="currentColor">{escape(short(day))}</text>'
             )
-    for (name, colour), values in zip(SERIES, (processed, failed), strict=True):
+    for (name, colour, _legend), values in zip(SERIES, (processed, failed), strict=True):
         points = " ".join(f"{x(n):.1f},{y(v):.1f}" for n, v in enumerate(values))
         parts.append(
             f'<polyline class="djqueue-chart-{name}" fill="none" stroke="{colour}" '
             f'stroke-width="2" points="{points}"/>'
         )
     for n, day in enumerate(days):
-        title = f"{day}: {processed[n]:,} processed, {failed[n]:,} failed"
+        title = gettext("%(point)s: %(processed)s processed, %(failed)s failed") % {
+            "point": day,
+            "processed": f"{processed[n]:,}",
+            "failed": f"{failed[n]:,}",
+        }
         width = plot_w / max(1, count)
         parts.append(
             f'<rect x="{x(n) - width / 2:.1f}" y="{TOP}" width="{width:.1f}" height="{plot_h}" '
             f'fill="transparent"><title>{escape(title)}</title></rect>'
         )
-    for n, (name, colour) in enumerate(SERIES):
+    for n, (_name, colour, legend) in enumerate(SERIES):
         left = LEFT + n * 100
         parts.append(
             f'<rect x="{left}" y="6" width="10" height="10" fill="{colour}"/>'
-            f'<text x="{left + 14}" y="15" font-size="11" fill="currentColor">{name}</text>'
+            f'<text x="{left + 14}" y="15" font-size="11" fill="currentColor">'
+            f"{escape(str(legend))}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)

@@ -11,6 +11,7 @@ and they show as two more figures, rows waiting and the oldest row's age in seco
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from ..outbox import OutboxStats
 from . import display
 from .chart import history_svg
 from .i18n import gettext_lazy as _
+from .i18n import pgettext_lazy
 from .problems import problem
 
 #: Days of history the chart shows.
@@ -64,13 +66,18 @@ class Dashboard:
         """Each figure with the URL of its page (``url("retries")``...), or "" for none."""
         return [(f, url(f.link) if f.link else "") for f in self.figures]
 
+    def redis_rows(self) -> list[tuple[str, str, str]]:
+        """The server's rows: the live view's key for the row, its label in the request's
+        language, and its value."""
+        return [(_key(name), str(REDIS_LABELS.get(name, name)), v) for name, v in self.redis]
+
     def live(self) -> dict[str, Any]:
         """What the page's live view replaces: each figure's text, the latency, the chart."""
         return {
             "figures": {f.name: f.text for f in self.figures},
             "latency": self.latency,
             "chart": self.chart,
-            "redis": dict(self.redis),
+            "redis": {_key(name): value for name, value in self.redis},
             "paused": self.paused_text,
         }
 
@@ -80,13 +87,31 @@ class Dashboard:
         return ", ".join(self.paused)
 
 
+def _key(label: str) -> str:
+    """A row's key in the page and the live view: ``"Uptime (days)"`` -> ``"uptime-days"``
+    (markup carries no words a reader sees in another language)."""
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+
+
+#: The words for `djqueue.api.RedisInfo`'s rows (named in English there, for every caller).
+REDIS_LABELS = {
+    "Version": _("Version"),
+    "Uptime (days)": _("Uptime (days)"),
+    "Connections": _("Connections"),
+    "Memory used": _("Memory used"),
+    "Peak memory": _("Peak memory"),
+    "Eviction policy": _("Eviction policy"),
+    "URL": _("URL"),
+}
+
 #: The dashboard's words for `djqueue.api.figures`' figures, by name.
 LABELS = {
     "processed": _("Processed"),
     "failed": _("Failed"),
     "expired": _("Expired"),
     "busy": _("Busy"),
-    "enqueued": _("Enqueued"),
+    # A count here; "Enqueued" on a job's page is a time.
+    "enqueued": pgettext_lazy("dashboard figure", "Enqueued"),
     "scheduled": _("Scheduled"),
     "retries": _("Retries"),
     "dead": _("Dead"),

@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from .i18n import gettext, ngettext
+
 #: The zone times are shown in for the current request (`in_zone`).
 _zone: ContextVar[dt.tzinfo] = ContextVar("djqueue_display_zone", default=dt.UTC)
 
@@ -88,25 +90,30 @@ def relative(value: float | None, now: float | None = None) -> str:
     delta = value - (time.time() if now is None else now)
     ahead, seconds = delta > 0, abs(delta)
     if seconds < 1:
-        return "just now"
+        return gettext("just now")
     text = duration(seconds)
-    return f"in {text}" if ahead else f"{text} ago"
+    return (gettext("in %(time)s") if ahead else gettext("%(time)s ago")) % {"time": text}
 
 
 def duration(seconds: float) -> str:
     """The largest whole unit: ``"45 seconds"``, ``"3 minutes"``, ``"2 days"``."""
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            count = int(seconds // size)
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    count = int(seconds)
-    return f"{count} second{'s' if count != 1 else ''}"
+    if seconds >= 86400:
+        n = int(seconds // 86400)
+        return ngettext("%(n)s day", "%(n)s days", n) % {"n": n}
+    if seconds >= 3600:
+        n = int(seconds // 3600)
+        return ngettext("%(n)s hour", "%(n)s hours", n) % {"n": n}
+    if seconds >= 60:
+        n = int(seconds // 60)
+        return ngettext("%(n)s minute", "%(n)s minutes", n) % {"n": n}
+    n = int(seconds)
+    return ngettext("%(n)s second", "%(n)s seconds", n) % {"n": n}
 
 
 def latency(seconds: float) -> str:
     """A queue's latency, with its unit: ``"0 s"`` for none, else as `span`."""
     if seconds <= 0:
-        return "0 s"
+        return gettext("%(n)s s") % {"n": 0}
     return span(seconds)
 
 
@@ -114,28 +121,30 @@ def span(seconds: float) -> str:
     """A duration with its unit, to a precision a person reads at a glance: ``"12 ms"``,
     ``"3.4 s"``, ``"42 s"``, ``"2 min"``, ``"1 h 5 min"``, ``"3 d 4 h"``."""
     if seconds < 1:
-        return f"{max(seconds, 0) * 1000:.0f} ms"
-    if seconds < 10:
-        return f"{seconds:.1f} s"
+        return gettext("%(n)s ms") % {"n": f"{max(seconds, 0) * 1000:.0f}"}
     if seconds < 60:
-        return f"{seconds:.0f} s"
+        return gettext("%(n)s s") % {"n": f"{seconds:.1f}" if seconds < 10 else f"{seconds:.0f}"}
     minutes = int(seconds // 60)
     if minutes < 60:
-        return f"{minutes} min"
+        return gettext("%(n)s min") % {"n": minutes}
     hours, minutes = divmod(minutes, 60)
     if hours < 24:
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+        if minutes:
+            return gettext("%(h)s h %(min)s min") % {"h": hours, "min": minutes}
+        return gettext("%(n)s h") % {"n": hours}
     days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h" if hours else f"{days} d"
+    if hours:
+        return gettext("%(d)s d %(h)s h") % {"d": days, "h": hours}
+    return gettext("%(n)s d") % {"n": days}
 
 
 def kilobytes(value: int) -> str:
     """An RSS in kB as ``"812 kB"``, ``"143.2 MB"`` or ``"1.1 GB"``."""
     if value < 1024:
-        return f"{value} kB"
+        return gettext("%(n)s kB") % {"n": value}
     if value < 1024 * 1024:
-        return f"{value / 1024:.1f} MB"
-    return f"{value / 1024 / 1024:.1f} GB"
+        return gettext("%(n)s MB") % {"n": f"{value / 1024:.1f}"}
+    return gettext("%(n)s GB") % {"n": f"{value / 1024 / 1024:.1f}"}
 
 
 def redact(value: Any) -> Any:
@@ -154,7 +163,8 @@ def args_text(args: list[Any], show: bool, limit: int | None = ARGS_IN_LIST) -> 
     """Arguments as JSON, secrets masked, cut to ``limit`` characters (None: whole); with
     ``show`` False only how many there are."""
     if not show:
-        return f"({len(args)} argument{'s' if len(args) != 1 else ''} hidden)"
+        n = len(args)
+        return ngettext("(%(n)s argument hidden)", "(%(n)s arguments hidden)", n) % {"n": n}
     text = ", ".join(json.dumps(redact(a), ensure_ascii=False) for a in args)
     if limit is not None and len(text) > limit:
         return text[: limit - 1] + "…"
@@ -169,5 +179,5 @@ def payload_text(item: dict[str, Any], show_args: bool) -> str:
         args = shown["args"]
         shown["args"] = args_text(args if isinstance(args, list) else [], False)
     if isinstance(shown.get("error_backtrace"), str) and len(shown["error_backtrace"]) > 80:
-        shown["error_backtrace"] = "(compressed; decoded below)"
+        shown["error_backtrace"] = gettext("(compressed; decoded below)")
     return json.dumps(shown, indent=2, ensure_ascii=False, sort_keys=False, default=str)

@@ -17,6 +17,7 @@ from ..api import Queue
 from ..config import Settings, get_settings
 from . import busy
 from .actions import DELETE, Action, find_action, run
+from .i18n import gettext, ngettext
 from .lists import job_list, list_filter
 from .query import ListQuery
 
@@ -48,7 +49,9 @@ class Outcome:
     note: str = ""
 
 
-NOTHING_CHOSEN = Outcome("No action was chosen. Nothing was changed.", ok=False)
+def nothing_chosen() -> Outcome:
+    """The answer to a form that names no action (in the request's language)."""
+    return Outcome(gettext("No action was chosen. Nothing was changed."), ok=False)
 
 
 def _need(allowed: Allowed, permission: str) -> None:
@@ -77,15 +80,18 @@ def list_action(
     """An action on the selected rows of a list, or on every job it shows (asked first)."""
     action = _chosen(kind, form, allowed)
     if action is None:
-        return NOTHING_CHOSEN
+        return nothing_chosen()
     keys = [str(k) for k in form.getlist("_selected_action")]
     every = form.get("select_across") == "1"
     if not keys and not every:
-        return Outcome("Jobs must be selected in order to act on them. Nothing was changed.", False)
+        text = gettext("Jobs must be selected in order to act on them. Nothing was changed.")
+        return Outcome(text, False)
     if action is DELETE and not every and form.get("confirm") != "yes":
         # As Django's own "Delete selected": deleting is the one action that loses the job.
         count = len(keys)
-        question = f"Delete the {count:,} selected job{'s' if count != 1 else ''}?"
+        question = ngettext(
+            "Delete the %(n)s selected job?", "Delete the %(n)s selected jobs?", count
+        ) % {"n": f"{count:,}"}
         ticked: dict[str, str | list[str]] = {"action": action.name, "_selected_action": keys}
         return Outcome(question=question, fields=ticked)
     if every and form.get("confirm") != "yes":
@@ -105,10 +111,12 @@ def job_action(
     queue: str = "",
     settings: Settings | None = None,
 ) -> Outcome:
-    """An action from one job's page."""
+    """An action from one job's page; Delete asks first, as the list's does."""
     action = _chosen(kind, form, allowed)
     if action is None:
-        return NOTHING_CHOSEN
+        return nothing_chosen()
+    if action is DELETE and form.get("confirm") != "yes":
+        return Outcome(question=gettext("Delete this job?"), fields={"action": action.name})
     result = run(kind, action.name, [key], queue=queue, settings=settings)
     return Outcome(result.message, result.ok)
 
@@ -119,10 +127,22 @@ def clear_queue(form: Form, allowed: Allowed, settings: Settings | None = None) 
     name = str(form.get("queue") or "")
     queue = Queue(name, settings=settings)
     if form.get("confirm") != "yes":
-        question = f"Clear queue {name}: delete all {queue.size:,} of its jobs?"
+        size = queue.size
+        question = ngettext(
+            "Clear queue %(name)s: delete its %(n)s job?",
+            "Clear queue %(name)s: delete all %(n)s of its jobs?",
+            size,
+        ) % {"name": name, "n": f"{size:,}"}
         return Outcome(question=question, fields={"queue": name})
     count = queue.clear()
-    return Outcome(f"Cleared queue {name}: deleted {count:,} job{'s' if count != 1 else ''}.")
+    return Outcome(
+        ngettext(
+            "Cleared queue %(name)s: deleted %(n)s job.",
+            "Cleared queue %(name)s: deleted %(n)s jobs.",
+            count,
+        )
+        % {"name": name, "n": f"{count:,}"}
+    )
 
 
 #: What a pause form may ask for.
@@ -137,18 +157,22 @@ def pause_queue(
     _need(allowed, "change")
     action = form.get("action") or ""
     if action not in PAUSE_ACTIONS:
-        return NOTHING_CHOSEN
+        return nothing_chosen()
     name = queue or str(form.get("queue") or "")
     where = Queue(name, settings=settings)
     beat = f"{where.settings.heartbeat_interval:g} s"
     if action == "pause":
         where.pause()
         return Outcome(
-            f"Paused queue {name}: workers take no job from it within {beat}. "
-            f"Its jobs stay, and new ones still land in it."
+            gettext(
+                "Paused queue %(name)s: workers take no job from it within %(beat)s. "
+                "Its jobs stay, and new ones still land in it."
+            )
+            % {"name": name, "beat": beat}
         )
     where.resume()
-    return Outcome(f"Resumed queue {name}: workers take its jobs again within {beat}.")
+    text = gettext("Resumed queue %(name)s: workers take its jobs again within %(beat)s.")
+    return Outcome(text % {"name": name, "beat": beat})
 
 
 def signal_processes(form: Form, allowed: Allowed, settings: Settings | None = None) -> Outcome:
@@ -156,10 +180,13 @@ def signal_processes(form: Form, allowed: Allowed, settings: Settings | None = N
     _need(allowed, "change")
     action = form.get("action") or ""
     if action not in busy.SIGNALS:
-        return NOTHING_CHOSEN
+        return nothing_chosen()
     identity = form.get("identity") or None
     if identity is None and form.get("confirm") != "yes":
-        verb = "Quiet" if action == "quiet" else "Stop"
-        return Outcome(question=f"{verb} every worker process?", fields={"action": action})
+        if action == "quiet":
+            question = gettext("Quiet every worker process?")
+        else:
+            question = gettext("Stop every worker process?")
+        return Outcome(question=question, fields={"action": action})
     sent, message = busy.signal(action, identity, settings)
     return Outcome(message, ok=bool(sent))

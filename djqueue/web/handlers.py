@@ -36,14 +36,22 @@ def problem(found: ProblemPage) -> Render:
 
 
 def answer(
-    req: WebRequest, back: str, handler: Callable[..., forms.Outcome], *args: Any, **kw: Any
+    req: WebRequest,
+    back: str,
+    handler: Callable[..., forms.Outcome],
+    *args: Any,
+    cancel: str = "",
+    **kw: Any,
 ) -> Result:
-    """Run a form handler: the question page when it asks first, else its message and a
-    redirect to ``back``. `forms.Refused` goes up to the mount (403)."""
+    """Run a form handler: the question page when it asks first (its "No" goes to ``cancel``,
+    else ``back``), else its message and a redirect to ``back``. `forms.Refused` goes up to
+    the mount (403)."""
     outcome = handler(*args, allowed=req.allowed, settings=req.settings, **kw)
     if outcome.question:
-        context = {"question": outcome.question, "note": outcome.note, "back": back}
-        return Render("confirm.html", "Are you sure?", {**context, "fields": outcome.fields})
+        context = {"question": outcome.question, "note": outcome.note, "back": cancel or back}
+        return Render(
+            "confirm.html", gettext("Are you sure?"), {**context, "fields": outcome.fields}
+        )
     return Redirect(back, outcome.message, outcome.ok)
 
 
@@ -137,7 +145,7 @@ def _list(req: WebRequest, kind: str, queue: str = "") -> Result:
         "allowed_actions": permitted(found.actions, req.allowed),
         "list_url": here,
     }
-    crumbs = [("Queues", req.url("queues"))] if kind == "queue" else []
+    crumbs = [(gettext("Queues"), req.url("queues"))] if kind == "queue" else []
     title = queue if kind == "queue" else found.title
     return Render("job_list.html", title, context, crumbs=crumbs)
 
@@ -161,7 +169,8 @@ def dead_job(req: WebRequest, key: str) -> Result:
 def _job(req: WebRequest, kind: str, key: str, queue: str = "") -> Result:
     back = _list_url(req, kind, queue)
     if req.method == "POST":
-        return answer(req, back, forms.job_action, kind, key, req.form, queue=queue)
+        here = req.full_path
+        return answer(req, back, forms.job_action, kind, key, req.form, queue=queue, cancel=here)
     found = job_page(kind, key, queue=queue, settings=req.settings)
     context = {
         "job": found,

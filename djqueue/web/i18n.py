@@ -2,7 +2,8 @@
 mounts, under ``djqueue/locale/<lang>/LC_MESSAGES/djqueue.po`` and its compiled ``.mo``.
 
 Python code marks a string with `gettext` / `ngettext` (translated now, in the language
-`active` set) or `gettext_lazy` (a module constant, translated each time it is shown); page
+`active` set) or `gettext_lazy` (a module constant, translated each time it is shown), and
+`pgettext_lazy` for a word whose meaning differs between two places; page
 bodies use Jinja's ``{% trans %}`` and ``_()`` / ``ngettext()``, bound to the same functions by
 `djqueue.web.render`. Each mount names the request's language on `WebRequest.language`
 (Django: ``get_language()``; Flask: the blueprint's ``locale`` hook) and `djqueue.web.pages`
@@ -114,6 +115,27 @@ class LazyText(str):
 
 def gettext_lazy(message: str) -> LazyText:
     return LazyText(message)
+
+
+def pgettext(context: str, message: str) -> str:
+    """``message`` as ``context`` means it: one English word with two meanings ("Enqueued":
+    a count on the dashboard, a time on a job's page) gets a translation for each."""
+    return _translations(_active.get()).pgettext(context, message)
+
+
+class LazyTextInContext(LazyText):
+    """`LazyText` for a message with a context (`pgettext_lazy`)."""
+
+    context: str
+
+    def __str__(self) -> str:
+        return pgettext(self.context, str.__str__(self))
+
+
+def pgettext_lazy(context: str, message: str) -> LazyText:
+    found = LazyTextInContext(message)
+    found.context = context
+    return found
 
 
 def main(argv: list[str]) -> int:

@@ -4,9 +4,10 @@ Babel is in the ``dev`` extra only: it reads marked strings out of Python and Ji
 and writes ``.mo`` files, which a site running the dashboard never does (the standard
 library's `gettext` reads the committed ``.mo`` files).
 
-``extract`` reads every marked string of ``djqueue/web`` (``*.py`` and ``templates/*.html``)
-and updates each ``<lang>/LC_MESSAGES/djqueue.po``: new strings arrive untranslated, strings
-no longer marked are dropped. ``compile`` writes each ``.mo`` from its ``.po``.
+``extract`` reads every marked string of ``djqueue/web`` (``*.py`` and ``templates/*.html``),
+and the admin's page names (``djqueue/contrib/django/models.py``), and updates each
+``<lang>/LC_MESSAGES/djqueue.po``: new strings arrive untranslated, strings no longer marked
+are dropped. ``compile`` writes each ``.mo`` from its ``.po``.
 """
 
 from __future__ import annotations
@@ -15,30 +16,46 @@ import io
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
-from babel.messages.extract import extract_from_dir
+from babel.messages.extract import extract_from_dir, extract_from_file
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
 from .i18n import DOMAIN, LOCALE_DIR, available
 
 SOURCES = Path(__file__).resolve().parent
+PACKAGE = SOURCES.parent
+#: Marked strings outside the web app: the admin's names for its pages.
+MORE = ["contrib/django/models.py"]
 METHODS = [
     ("templates/**.html", "jinja2.ext:babel_extract"),
     ("**.py", "python"),
 ]
 OPTIONS = {"templates/**.html": {"extensions": "jinja2.ext.i18n", "trimmed": "true"}}
-KEYWORDS = {"gettext": None, "ngettext": (1, 2), "gettext_lazy": None, "_": None}
+KEYWORDS = {
+    "gettext": None,
+    "ngettext": (1, 2),
+    "gettext_lazy": None,
+    "_": None,
+    "pgettext": ((1, "c"), 2),
+    "pgettext_lazy": ((1, "c"), 2),
+}
 
 
 def template() -> Catalog:
     """Every marked string of the sources, as a catalog with no translations."""
     catalog = Catalog(domain=DOMAIN, project="djqueue", charset="utf-8")
-    for filename, lineno, message, comments, _context in extract_from_dir(
+    for filename, lineno, message, comments, context in extract_from_dir(
         SOURCES, METHODS, options_map=OPTIONS, keywords=KEYWORDS, comment_tags=("Translators:",)
     ):
         if "i18n_tools" in filename:
             continue
-        catalog.add(message, None, [(f"djqueue/web/{filename}", lineno)], auto_comments=comments)
+        where = [(f"djqueue/web/{filename}", lineno)]
+        catalog.add(message, None, where, auto_comments=comments, context=context)
+    for filename in MORE:
+        for lineno, message, comments, _context in extract_from_file(
+            "python", PACKAGE / filename, keywords=KEYWORDS, comment_tags=("Translators:",)
+        ):
+            catalog.add(message, None, [(f"djqueue/{filename}", lineno)], auto_comments=comments)
     return catalog
 
 

@@ -18,6 +18,7 @@ from ..config import Settings
 from . import display
 from .actions import Action, actions_for, queue_records
 from .frames import Frame, frames
+from .i18n import gettext
 from .i18n import gettext_lazy as _
 from .lists import WHEN, list_title, source
 
@@ -59,7 +60,7 @@ def job_page(
         return None
     show_args = where.settings.web_show_args
     rows: list[Field] = [
-        Field(_("Job"), record.display_name or "(none)"),
+        Field(_("Job"), record.display_name or gettext("(none)")),
         Field(_("JID"), record.jid or ""),
         Field(_("Queue"), record.queue or ""),
         Field(_("Arguments"), display.args_text(record.display_args, show_args, limit=None)),
@@ -85,7 +86,7 @@ def job_page(
         rows.append(Field(_("Tags"), ",, ".join(record.tags)))
     rows += unique_fields(record.item, record.jid or "", settings)
     error = f"{record.error_class}: {record.error_message or ''}" if record.has_error else ""
-    problem = record.parse_error or ("not a job" if record.is_malformed else "")
+    problem = record.parse_error or (gettext("not a job") if record.is_malformed else "")
     payload = display.payload_text(record.item, show_args) if record.item else record.value
     return JobPage(
         kind=kind,
@@ -93,7 +94,7 @@ def job_page(
         list_title=list_title(kind, queue),
         queue_name=queue,
         jid=record.jid or "",
-        job_name=record.display_name or "(none)",
+        job_name=record.display_name or gettext("(none)"),
         fields=rows,
         payload=payload,
         frames=frames(record.error_backtrace or []),

@@ -14,6 +14,8 @@ from .. import connection, lifecycle
 from ..config import Settings, get_settings
 from ..errors import BadKey
 from . import display
+from .i18n import gettext
+from .i18n import gettext_lazy as _
 from .job import Field, time_field
 
 #: A jid as djqueue and Sidekiq write it: 24 hex characters (others may push other strings).
@@ -37,25 +39,27 @@ def lifecycle_fields(st: lifecycle.JobStatus) -> list[Field]:
     """The rows of a tracked job's lifecycle; empty when it has none."""
     if st.state == "unknown":
         return []
-    rows = [Field("State", st.state + (" (cancel requested)" if st.cancel_requested else ""))]
+    state = gettext("%(state)s (cancel requested)") if st.cancel_requested else "%(state)s"
+    rows = [Field(_("State"), state % {"state": st.state})]
     for label, value in (
-        ("Scheduled for", st.scheduled_at),
-        ("Enqueued", st.enqueued_at),
-        ("Started", st.started_at),
-        ("Retry at", st.retry_at),
-        ("Finished", st.finished_at),
+        (_("Scheduled for"), st.scheduled_at),
+        (_("Enqueued"), st.enqueued_at),
+        (_("Started"), st.started_at),
+        (_("Retry at"), st.retry_at),
+        (_("Finished"), st.finished_at),
     ):
         if value is not None:
             rows.append(time_field(label, value))
-    rows.append(Field("Attempts", str(st.attempts)))
+    rows.append(Field(_("Attempts"), str(st.attempts)))
     if st.process:
-        rows.append(Field("Process", st.process))
+        rows.append(Field(_("Process"), st.process))
     if st.error_class:
-        rows.append(Field("Last error", f"{st.error_class}: {st.error_message or ''}"))
+        rows.append(Field(_("Last error"), f"{st.error_class}: {st.error_message or ''}"))
     if st.state == "completed":
-        rows.append(Field("Result", st.result_json or "null"))
+        rows.append(Field(_("Result"), st.result_json or "null"))
     if st.retention:
-        rows.append(Field("Kept for", f"{display.span(st.retention)} once finished"))
+        kept = gettext("%(time)s once finished") % {"time": display.span(st.retention)}
+        rows.append(Field(_("Kept for"), kept))
     return rows
 
 
@@ -67,8 +71,8 @@ def job_lifecycle(jid: str, settings: Settings | None = None) -> list[Field]:
         try:
             st = lifecycle.status(jid, settings)
         except BadKey as exc:  # the job is shown all the same; only its status is unreadable
-            return [Field("Status", str(exc))]
-    return lifecycle_fields(st) + [Field("Status", line) for line in st.problems]
+            return [Field(_("Status"), str(exc))]
+    return lifecycle_fields(st) + [Field(_("Status"), line) for line in st.problems]
 
 
 def status_page(jid: str, settings: Settings | None = None) -> StatusPage:

@@ -201,12 +201,12 @@ def row(record: JobRecord, kind: str, show_args: bool, now: float | None = None)
         error = f"{record.error_class}: {record.error_message or ''}".strip()
         if len(error) > ERROR_IN_LIST:
             error = error[: ERROR_IN_LIST - 1] + "…"
-    problem = record.parse_error or ("not a job" if record.is_malformed else "")
+    problem = record.parse_error or (gettext("not a job") if record.is_malformed else "")
     count = record.retry_count
     return Row(
         key=key,
         jid=record.jid or "",
-        job_name=record.display_name or "(none)",
+        job_name=record.display_name or gettext("(none)"),
         args=display.args_text(record.display_args, show_args),
         queue=record.queue or "",
         at=at,
@@ -230,5 +230,5 @@ def _choices(name: str, params: ListQuery, counts: Counter[str], known: list[str
     for label in labels:
         count = counts.get(label, 0) if params.facets else None
         link = params.url(**{name: label})
-        found.append(Choice(label or "(none)", count, label == current, link))
+        found.append(Choice(label or gettext("(none)"), count, label == current, link))
     return found

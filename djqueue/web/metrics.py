@@ -19,6 +19,7 @@ from ..config import Settings
 from ..store.metrics import HISTOGRAM_BOUNDS
 from . import display
 from .chart import bars_svg, lines_svg
+from .i18n import gettext, ngettext
 from .problems import problem
 
 #: The ranges a viewer may pick: label -> job_metrics' ``minutes`` and ``hours``.
@@ -68,7 +69,7 @@ def _ms(value: float | None) -> str:
     """A mean: ``"0.4 ms"``, ``"1,234 ms"``; "–" when no job succeeded."""
     if value is None:
         return "–"
-    return f"{value:,.1f} ms" if value < 100 else f"{value:,.0f} ms"
+    return gettext("%(n)s ms") % {"n": f"{value:,.1f}" if value < 100 else f"{value:,.0f}"}
 
 
 def _at_most(value: float | None) -> str:
@@ -76,8 +77,8 @@ def _at_most(value: float | None) -> str:
     if value is None:
         return "–"
     if math.isinf(value):
-        return f"> {HISTOGRAM_BOUNDS[-1]:,} ms"
-    return f"≤ {value:,.0f} ms"
+        return "> " + gettext("%(n)s ms") % {"n": f"{HISTOGRAM_BOUNDS[-1]:,}"}
+    return "≤ " + gettext("%(n)s ms") % {"n": f"{value:,.0f}"}
 
 
 def _query(**params: str) -> str:
@@ -89,7 +90,10 @@ def metrics_page(params: Any, settings: Settings | None = None) -> MetricsPage:
     notes = []
     picked = str(params.get("range") or DEFAULT_RANGE)
     if picked not in RANGES:
-        notes.append(f"Unknown range {picked!r}: showing the last {DEFAULT_RANGE}.")
+        notes.append(
+            gettext("Unknown range %(range)s: showing the last %(default)s.")
+            % {"range": repr(picked), "default": DEFAULT_RANGE}
+        )
         picked = DEFAULT_RANGE
     name = str(params.get("name") or "").strip()[:MAX_NAME]
     minutes, hours = RANGES[picked]
@@ -125,9 +129,13 @@ def metrics_page(params: Any, settings: Settings | None = None) -> MetricsPage:
         found.chart = _series_chart(figures, report.starts_at, report.ends_at, report.stride)
         if found.has_histograms and any(figures.histogram):
             labels = [f"≤ {b:,}" for b in HISTOGRAM_BOUNDS] + [f"> {HISTOGRAM_BOUNDS[-1]:,}"]
-            found.histogram = bars_svg(labels, figures.histogram, f"{chosen}: times in ms")
+            what = gettext("%(job)s: times in ms") % {"job": chosen}
+            found.histogram = bars_svg(labels, figures.histogram, what)
     elif chosen:
-        found.problems.append(f"No job {chosen!r} ran in the last {picked}.")
+        found.problems.append(
+            gettext("No job %(job)s ran in the last %(range)s.")
+            % {"job": repr(chosen), "range": picked}
+        )
     return found
 
 
@@ -138,5 +146,10 @@ def _series_chart(figures: Figures, starts_at: int, ends_at: int, stride: int) -
     points = [display.timestamp(start) for start in starts]
     processed = [counts.get(s, (0, 0))[0] for s in starts]
     failed = [counts.get(s, (0, 0))[1] for s in starts]
-    per = f"per {stride // 60} minutes" if stride > 60 else "per minute"
-    return lines_svg(points, processed, failed, per, short=lambda point: point[11:16])
+    minutes = max(1, stride // 60)
+    label = ngettext(
+        "Processed and failed jobs per minute",
+        "Processed and failed jobs per %(n)s minutes",
+        minutes,
+    ) % {"n": minutes}
+    return lines_svg(points, processed, failed, label, short=lambda point: point[11:16])

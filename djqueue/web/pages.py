@@ -93,13 +93,13 @@ def serve(route: Route, req: WebRequest, **arguments: Any) -> Result:
     """Run the route's handler with times in the request's zone; Redis down or a key of the
     wrong type gives the problem page (503 naming the URL, or the key and its type).
     `forms.Refused` goes up (403)."""
-    try:
-        with display.in_zone(req.zone), i18n.active(req.language):
+    with display.in_zone(req.zone), i18n.active(req.language):
+        try:
             found = route.handler(req, **arguments)
-    except RedisUnavailable as exc:
-        found = handlers.problem(unavailable_page(exc, req.mount.redis_setting))
-    except BadKey as exc:
-        found = handlers.problem(bad_key_page(exc))
+        except RedisUnavailable as exc:
+            found = handlers.problem(unavailable_page(exc, req.mount.redis_setting))
+        except BadKey as exc:
+            found = handlers.problem(bad_key_page(exc))
     if isinstance(found, Render):
         found.tab = route.tab
     return found

@@ -20,17 +20,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..api import PeriodicJob, PeriodicSet
-from ..api.periodic import BAD, NOT_FIRED
+from ..api.periodic import BAD
 from ..config import Settings, get_settings
 from ..periodic_cron import parse_enqueue_time
 from ..store import bad_keys
 from ..store.periodic import BadPeriodicSet
-from . import display
+from . import display, i18n
 from .actions import Action
 from .forms import Allowed, Form, Outcome, Refused
+from .i18n import gettext, ngettext
 from .i18n import gettext_lazy as _
 from .job import Field, time_field
-from .problems import ProblemPage, advice, problem
+from .problems import ProblemPage, advice, bad_key_title, problem
 
 
 def _unused(n: int) -> str:
@@ -57,9 +58,10 @@ ERROR_IN_LIST = 80
 #: What an entry's origin is called: declared by djqueue code or settings, or anything else
 #: (a Ruby app's sidekiq-cron, or written by hand).
 DJQUEUE, ELSEWHERE = "djqueue", "sidekiq-cron"
-COMES_BACK = "declared in code or settings, so the next worker to start writes it again"
 #: What a bad entry shows where a readable one has a value: nothing in it can be trusted.
 NONE = "—"
+#: An entry's status as its tag reads.
+STATUS_TEXT = {"enabled": _("enabled"), "disabled": _("disabled"), BAD: _("bad")}
 
 
 @dataclass
@@ -70,7 +72,8 @@ class PeriodicRow:
     enabled: bool
     status: str
     cron: str
-    #: The schedule in English ("At minute 0 past every hour"); empty when unreadable.
+    #: The schedule in English ("At minute 0 past every hour"); empty when unreadable, and
+    #: on a page in another language.
     schedule: str
     zone: str
     #: Why djqueue cannot read the ``cron`` text (such an entry never fires here), or empty.
@@ -98,6 +101,11 @@ class PeriodicRow:
     @property
     def bad(self) -> bool:
         return self.status == BAD
+
+    @property
+    def status_text(self) -> str:
+        """The status as the page shows it, in the request's language."""
+        return str(STATUS_TEXT.get(self.status, self.status))
 
     @property
     def error_short(self) -> str:
@@ -191,8 +199,10 @@ def periodic_row(entry: PeriodicJob, show_args: bool, now: float) -> PeriodicRow
 
 
 def _english(entry: PeriodicJob) -> str:
-    """The schedule read aloud, without the zone (the page shows it beside)."""
-    if entry.schedule is None:
+    """The schedule read aloud, without the zone (the page shows it beside). Only on an
+    English page: the reading comes from cronsim, in English only, and a page in another
+    language shows the cron text alone rather than mix languages."""
+    if entry.schedule is None or i18n.current() != i18n.SOURCE:
         return ""
     text = entry.schedule.describe()
     suffix = f" ({entry.schedule.zone_name})"
@@ -243,7 +253,7 @@ def _banner(entry: PeriodicJob) -> ProblemPage:
     """A bad entry's page names its key and what it holds, as a bad-key page does."""
     key = entry.key
     what = bad_keys.kind_problem(entry.held, "hash") or f"cannot be read: {entry.error}"
-    return ProblemPage(f"Bad key {key}", problem(key, what), advice(key, entry.held))
+    return ProblemPage(bad_key_title(key), problem(key, what), advice(key, entry.held))
 
 
 def _wall_time(at: float, zone: dt.tzinfo | None) -> str:
@@ -255,38 +265,51 @@ def _wall_time(at: float, zone: dt.tzinfo | None) -> str:
 
 def _fields(entry: PeriodicJob, row: PeriodicRow) -> list[Field]:
     found = [
-        Field("Name", row.name),
-        Field("Status", row.status),
-        Field("Cron", row.cron),
+        Field(_("Name"), row.name),
+        Field(_("Status"), row.status_text),
+        Field(_("Cron"), row.cron),
     ]
     if row.error:
-        found.append(Field("Error", row.error))
+        found.append(Field(_("Error"), row.error))
     else:
-        found += [Field("Schedule", row.schedule), Field("Time zone", row.zone)]
-    found += [Field("Job", row.job_name), Field("Queue", row.queue), Field("Arguments", row.args)]
+        if row.schedule:
+            found.append(Field(_("Schedule"), row.schedule))
+        found.append(Field(_("Time zone"), row.zone))
+    found += [
+        Field(_("Job"), row.job_name),
+        Field(_("Queue"), row.queue),
+        Field(_("Arguments"), row.args),
+    ]
     if row.description:
-        found.append(Field("Description", row.description))
+        found.append(Field(_("Description"), row.description))
     if not row.bad:  # a bad entry's origin and catch-up are unknown, not defaults
         declared = (
-            "djqueue (code or settings)" if row.declared else "elsewhere (sidekiq-cron, Ruby)"
+            gettext("djqueue (code or settings)")
+            if row.declared
+            else gettext("elsewhere (sidekiq-cron, Ruby)")
         )
-        found.append(Field("Declared in", declared))
-        found.append(Field("Catch up", "yes" if entry.catch_up else "no: missed ticks are skipped"))
+        found.append(Field(_("Declared in"), declared))
+        catch_up = gettext("yes") if entry.catch_up else gettext("no: missed ticks are skipped")
+        found.append(Field(_("Catch up"), catch_up))
     if row.last_run_at is not None and row.last_run_exact:
-        found.append(time_field("Last run", row.last_run_at))
+        found.append(time_field(_("Last run"), row.last_run_at))
     else:
-        found.append(Field("Last run", NONE if row.bad else "never"))
+        found.append(Field(_("Last run"), NONE if row.bad else gettext("never")))
     if row.next_run_at is not None and row.next_run_exact:
-        found.append(time_field("Next run", row.next_run_at))
+        found.append(time_field(_("Next run"), row.next_run_at))
     else:
-        found.append(Field("Next run", _no_next(row)))
+        found.append(Field(_("Next run"), _no_next(row)))
     return found
 
 
 def _no_next(row: PeriodicRow) -> str:
     if row.error:
-        return f"never: {NOT_FIRED}"
-    return "none while disabled" if not row.enabled else ""
+        return gettext("never: not fired by djqueue")
+    return gettext("none while disabled") if not row.enabled else ""
+
+
+def _comes_back() -> str:
+    return gettext("declared in code or settings, so the next worker to start writes it again")
 
 
 def _history(entry: PeriodicJob, now: float) -> list[Push]:
@@ -334,12 +357,13 @@ def periodic_action(
             names = _names(str(form.get("names")))
     action = find_action(chosen)
     if action is None:
-        return Outcome("No action was chosen. Nothing was changed.", ok=False)
+        return Outcome(gettext("No action was chosen. Nothing was changed."), ok=False)
     if not allowed(action.permission):
         raise Refused(action.permission)
     names = [n for n in dict.fromkeys(names) if n]
     if not names:
-        return Outcome("Periodic jobs must be selected to act on them. Nothing was changed.", False)
+        text = gettext("Periodic jobs must be selected to act on them. Nothing was changed.")
+        return Outcome(text, False)
     periodic = PeriodicSet(settings=settings)
     entries = [e for e in (periodic.find(n) for n in names) if e is not None]
     gone = [n for n in names if n not in {e.name for e in entries}]
@@ -349,29 +373,36 @@ def periodic_action(
     done = _apply(action, [e for e in entries if e.name not in bad])
     text = _done(action, done) if done or not bad else ""
     if bad:
-        text += f" Skipped {', '.join(bad)}: djqueue cannot read {_them(bad)} only be deleted."
+        text += " " + ngettext(
+            "Skipped %(names)s: djqueue cannot read it, so it can only be deleted.",
+            "Skipped %(names)s: djqueue cannot read them, so they can only be deleted.",
+            len(bad),
+        ) % {"names": ", ".join(bad)}
     if gone:
-        text += f" No longer there: {', '.join(gone)}."
+        text += " " + gettext("No longer there: %(names)s.") % {"names": ", ".join(gone)}
     return Outcome(text.strip(), ok=not gone and len(done) == len(entries))
-
-
-def _them(names: list[str]) -> str:
-    return "it, so it can" if len(names) == 1 else "them, so they can"
 
 
 def _ask_delete(entries: Sequence[PeriodicJob], name: str) -> Outcome:
     names = [e.name for e in entries]
     question = (
-        f"Delete the periodic job {names[0]}?"
+        gettext("Delete the periodic job %(name)s?") % {"name": names[0]}
         if len(names) == 1
-        else f"Delete {len(names)} periodic jobs: {', '.join(names)}?"
+        else gettext("Delete %(n)s periodic jobs: %(names)s?")
+        % {"n": len(names), "names": ", ".join(names)}
     )
     declared = [e.name for e in entries if e.declared]
     note = ""
     if len(names) == 1 and declared:
-        note = f"It is {COMES_BACK}. Remove the declaration to retire it for good."
+        note = gettext(
+            "It is declared in code or settings, so the next worker to start writes it again. "
+            "Remove the declaration to retire it for good."
+        )
     elif declared:
-        note = f"{', '.join(declared)}: each is {COMES_BACK}."
+        note = gettext(
+            "%(names)s: each is declared in code or settings, so the next worker to start "
+            "writes it again."
+        ) % {"names": ", ".join(declared)}
     fields = {"action": DELETE.name}
     if not name:
         fields["names"] = json.dumps(names)
@@ -412,5 +443,5 @@ def _done(action: Action, done: list[tuple[str, str]]) -> str:
     if action is DELETE:
         back = [n for n, mark in done if mark]
         if back:
-            text += f" {', '.join(back)}: {COMES_BACK}."
+            text += f" {', '.join(back)}: {_comes_back()}."
     return text

@@ -14,6 +14,7 @@ import shlex
 from dataclasses import dataclass
 
 from ..errors import BadKey, RedisUnavailable
+from .i18n import gettext
 
 #: The redis-cli read that shows a key of each type (as ``TYPE`` names it), whole.
 READS = {
@@ -40,30 +41,37 @@ def advice(key: str, held: str = "") -> str:
     look = (
         f"redis-cli {read.format(key=shlex.quote(key))}"
         if read
-        else "redis-cli (TYPE, then GET for a string, LRANGE for a list, HGETALL for a hash, "
-        "SMEMBERS for a set, ZRANGE for a sorted set)"
+        else gettext(
+            "redis-cli (TYPE, then GET for a string, LRANGE for a list, HGETALL for a hash, "
+            "SMEMBERS for a set, ZRANGE for a sorted set)"
+        )
     )
-    return (
-        f"Workers skip this key and serve everything else. Look at it with {look}, then delete "
-        "or fix it, and reload this page."
-    )
+    return gettext(
+        "Workers skip this key and serve everything else. Look at it with %(read)s, then "
+        "delete or fix it, and reload this page."
+    ) % {"read": look}
 
 
 def bad_key_page(error: BadKey) -> ProblemPage:
     """The page answered in place of one whose key holds the wrong type."""
     return ProblemPage(
-        title=f"Bad key {error.key}", error=str(error), advice=advice(error.key, error.held)
+        title=bad_key_title(error.key), error=str(error), advice=advice(error.key, error.held)
     )
 
 
 def unavailable_page(error: RedisUnavailable, setting: str) -> ProblemPage:
     """The 503 every page answers when Redis does not: the URL (password hidden) and the
     setting, spelt as the framework spells it, that names the Redis."""
-    advice = (
-        f"The page shows what is in Redis, and Redis did not answer. Check that it runs and "
-        f"that {setting} points at it, then reload this page."
-    )
-    return ProblemPage("Redis is unavailable", str(error), advice, status=503)
+    advice = gettext(
+        "The page shows what is in Redis, and Redis did not answer. Check that it runs and "
+        "that %(setting)s points at it, then reload this page."
+    ) % {"setting": setting}
+    return ProblemPage(gettext("Redis is unavailable"), str(error), advice, status=503)
+
+
+def bad_key_title(key: str) -> str:
+    """The title of a page, or a banner, about the bad key ``key``."""
+    return gettext("Bad key %(key)s") % {"key": key}
 
 
 def problem(key: str, what: str) -> str:

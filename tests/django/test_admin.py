@@ -316,6 +316,14 @@ def test_actions_on_the_job_page(admin_client: Client, failed: Callable[[int], l
     assert messages(done) == ["Killed 1 job."] and [e.jid for e in DeadSet().jobs()] == [jid]
     gone = admin_client.get(f"{ADMIN}/retryjob/{key}/")
     assert gone.status_code == 404 and "no longer here" in gone.content.decode()
+    (key,) = keys(admin_client.get(f"{ADMIN}/deadjob/"))
+    asked = admin_client.post(f"{ADMIN}/deadjob/{key}/", {"action": "delete"}).content.decode()
+    assert "Delete this job?" in asked and DeadSet().size == 1  # asked first
+    assert f'href="{ADMIN}/deadjob/{key}/" class="button cancel-link"' in asked
+    done = admin_client.post(f"{ADMIN}/deadjob/{key}/", {"action": "delete", "confirm": "yes"})
+    assert done.status_code == 302 and done["Location"] == f"{ADMIN}/deadjob/"
+    assert messages(admin_client.get(done["Location"])) == ["Deleted 1 job."]
+    assert DeadSet().size == 0
 
 
 def test_all_asks_first_then_acts_on_every_job(admin_client: Client, r: redis.Redis) -> None:

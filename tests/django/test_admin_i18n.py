@@ -54,3 +54,12 @@ def test_pages_follow_the_request_language(admin_client: Client, redis_url: str)
     assert "没有正在运行的工作进程" in zh
     english = page(admin_client, "/admin/djqueue/queue/default/", "en")
     assert "1–2 of 2 jobs" in english and 'dir="ltr"' in english
+
+
+def test_the_admin_index_names_the_pages_in_the_request_language(admin_client: Client) -> None:
+    ja = page(admin_client, "/admin/", "ja")
+    for name in ("ダッシュボード", "キュー", "予定", "再試行", "デッド", "稼働中", "定期"):
+        assert f">{name}</a>" in ja, name
+    assert ">Dashboard</a>" in page(admin_client, "/admin/", "en")
+    fa = page(admin_client, "/admin/djqueue/", "fa")
+    assert ">داشبورد</a>" in fa and ">صف‌ها</a>" in fa

@@ -190,7 +190,14 @@ def test_actions(client: Any, failed: Callable[[int], list[str]]) -> None:
         "/jobs/retries", data={"csrf_token": csrf, "action": "kill", "_selected_action": second}
     )
     assert [e.jid for e in DeadSet()] == [jids[1]]
-    client.post(f"/jobs/retries/{third}", data={"csrf_token": csrf, "action": "delete"})
+    asked = client.post(f"/jobs/retries/{third}", data={"csrf_token": csrf, "action": "delete"})
+    assert "Delete this job?" in asked.text and RetrySet().size == 1
+    assert f'href="/jobs/retries/{third}" class="button cancel-link"' in asked.text
+    deleted = client.post(
+        f"/jobs/retries/{third}",
+        data={"csrf_token": csrf, "action": "delete", "confirm": "yes"},
+    )
+    assert deleted.status_code == 302 and deleted.location.endswith("/jobs/retries")
     assert RetrySet().size == 0
     ask = client.post(
         "/jobs/dead", data={"csrf_token": csrf, "action": "retry", "select_across": "1"}
@@ -216,7 +223,7 @@ def test_run_now_clear_and_moved_jobs(client: Any) -> None:
     assert "was no longer there" in flashed(moved)[0]
     assert client.get(f"/jobs/scheduled/{key}").status_code == 404
     ask = client.post("/jobs/queues", data={"csrf_token": csrf, "queue": "default"})
-    assert "Clear queue default: delete all 1 of its jobs?" in ask.text
+    assert "Clear queue default: delete its 1 job?" in ask.text
     client.post("/jobs/queues", data={"csrf_token": csrf, "queue": "default", "confirm": "yes"})
     assert Queue().size == 0
 

@@ -6,18 +6,35 @@ retry, run, kill, quiet and stop, ``delete_job`` to delete jobs and clear queues
 models are the admin's entries for each page (its index and sidebar list models) and carry no
 permissions of their own. ``managed = False``: no migration creates a table for any of these
 page models.
+
+Their names, as the admin's index and sidebar show them, come from djqueue's one catalog
+(`djqueue.web.i18n`), read lazily in the request's language (``get_language()``), so the
+admin's section and the pages it links to read in the same words.
 """
 
 from __future__ import annotations
 
 from django.db import models
+from django.utils.functional import lazy
+from django.utils.translation import get_language
+
+from djqueue.web import i18n
+
+
+def _in_language(message: str) -> str:
+    with i18n.active(get_language()):
+        return i18n.gettext(message)
+
+
+#: ``gettext_lazy`` over djqueue's catalog; ``python -m djqueue.web.i18n extract`` reads it.
+_ = lazy(_in_language, str)
 
 
 class Job(models.Model):
     class Meta:
         managed = False
         default_permissions = ("view", "change", "delete")
-        verbose_name = "job"
+        verbose_name = _("job")
 
 
 class _Page(models.Model):
@@ -29,37 +46,37 @@ class _Page(models.Model):
 
 class Dashboard(_Page):
     class Meta(_Page.Meta):
-        verbose_name = verbose_name_plural = "dashboard"
+        verbose_name = verbose_name_plural = _("dashboard")
 
 
 class Queue(_Page):
     class Meta(_Page.Meta):
-        verbose_name, verbose_name_plural = "queue", "queues"
+        verbose_name, verbose_name_plural = _("queue"), _("queues")
 
 
 class ScheduledJob(_Page):
     class Meta(_Page.Meta):
-        verbose_name, verbose_name_plural = "scheduled job", "scheduled"
+        verbose_name, verbose_name_plural = _("scheduled job"), _("scheduled")
 
 
 class RetryJob(_Page):
     class Meta(_Page.Meta):
-        verbose_name, verbose_name_plural = "retry", "retries"
+        verbose_name, verbose_name_plural = _("retry"), _("retries")
 
 
 class DeadJob(_Page):
     class Meta(_Page.Meta):
-        verbose_name, verbose_name_plural = "dead job", "dead"
+        verbose_name, verbose_name_plural = _("dead job"), _("dead")
 
 
 class Busy(_Page):
     class Meta(_Page.Meta):
-        verbose_name = verbose_name_plural = "busy"
+        verbose_name = verbose_name_plural = _("busy")
 
 
 class Metrics(_Page):
     class Meta(_Page.Meta):
-        verbose_name = verbose_name_plural = "metrics"
+        verbose_name = verbose_name_plural = _("metrics")
 
 
 class Limits(_Page):
@@ -69,7 +86,7 @@ class Limits(_Page):
 
 class PeriodicJob(_Page):
     class Meta(_Page.Meta):
-        verbose_name, verbose_name_plural = "periodic job", "periodic"
+        verbose_name, verbose_name_plural = _("periodic job"), _("periodic")
 
 
 class OutboxJob(models.Model):
@@ -89,4 +106,4 @@ class OutboxJob(models.Model):
     class Meta:
         db_table = "djqueue_outbox"
         default_permissions = ()
-        verbose_name = "outbox job"
+        verbose_name = _("outbox job")

@@ -1,9 +1,10 @@
 // "Live poll" for the list pages of both mounts (Queues, a queue, Scheduled, Retries, Dead,
-// Busy, Periodic), as the dashboard's figures refresh themselves: while the toggle is on,
-// fetch this very page every few seconds and put its #djqueue-refresh in place of ours. The
-// ticked rows, the chosen action, "select all" and the scroll position are kept; a refresh
-// waits while a field of the list has the focus (someone is typing a search). The choice is
-// remembered in the browser (localStorage), for every list page.
+// Busy, Periodic) and the Metrics page, as the dashboard's figures refresh themselves: while
+// the toggle is on, fetch this very page (its query string too: the range, the filter, the
+// chosen class) every few seconds and put its #djqueue-refresh in place of ours. The ticked
+// rows, the chosen action, "select all", text typed in a box and not yet sent, and the scroll
+// position are kept; a refresh waits while a field of the list has the focus (someone is
+// typing a search). The choice is remembered in the browser (localStorage), for every page.
 (function () {
   "use strict";
   const region = document.getElementById("djqueue-refresh");
@@ -39,11 +40,16 @@
   function kept() {
     const across = region.querySelector("input.select-across");
     const action = region.querySelector("select[name=action]");
+    const typed = {};
+    region.querySelectorAll("input[type=text][name], input[type=search][name]").forEach(function (box) {
+      if (box.value !== box.defaultValue) typed[box.name] = box.value;
+    });
     return {
       keys: Array.from(region.querySelectorAll("input.action-select:checked"))
         .map(rowOf),
       across: across ? across.value : "",
       action: action ? action.value : "",
+      typed: typed,
     };
   }
 
@@ -55,6 +61,10 @@
     if (across && was.across) across.value = was.across;
     const action = region.querySelector("select[name=action]");
     if (action && was.action) action.value = was.action;
+    Object.keys(was.typed).forEach(function (name) {
+      const box = region.querySelector('input[name="' + name + '"]');
+      if (box) box.value = was.typed[name];
+    });
     document.dispatchEvent(new CustomEvent("djqueue:refreshed"));
   }
 
