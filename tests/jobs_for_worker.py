@@ -243,3 +243,13 @@ def fork(key: str) -> None:
 def close_stderr() -> None:
     """Closes file descriptor 2, as a job tidying up after a subprocess might."""
     os.close(2)
+
+
+def _discard(count: int, exc: BaseException) -> str:
+    return "discard"
+
+
+@djqueue.job(name="t.discarded", retry=5, retry_in=_discard)
+def discarded(message: str) -> None:
+    """Fails; its ``retry_in`` hook discards it (neither retried nor buried)."""
+    raise ValueError(message)
