@@ -22,7 +22,7 @@ from pathlib import Path
 
 import redis
 
-from bench.compare_revisions import ROOT, fill_queue, wait_drained
+from bench.compare_revisions import ROOT, fill_queue, start_worker, wait_drained
 
 VALGRIND = shutil.which("valgrind")
 #: callgrind's total, the last line of its output file (``totals: N`` or ``summary: N``).
@@ -43,28 +43,8 @@ def worker_instructions(url: str, jobs: int, worker_args: tuple[str, ...] = ()) 
     fill_queue(r, jobs)
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "callgrind.out"
-        worker = subprocess.Popen(
-            [
-                valgrind,
-                "--tool=callgrind",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                "-m",
-                "djqueue.worker.cli",
-                "worker",
-                "-r",
-                "bench.jobs",
-                "-c",
-                "10",
-                "--redis-url",
-                url,
-                *worker_args,
-            ],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        prefix = (valgrind, "--tool=callgrind", f"--callgrind-out-file={out}")
+        worker = start_worker(ROOT, url, worker_args, prefix)
         try:
             wait_drained(r, worker, "the worker under callgrind", timeout=3600)
         finally:

@@ -112,6 +112,33 @@ def fill_queue(r: redis.Redis, jobs: int, fields: dict[str, object] | None = Non
     pipe.execute()
 
 
+def start_worker(
+    tree: Path, url: str, worker_args: tuple[str, ...] = (), prefix: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
+    """``djqueue worker -c 10`` of ``tree`` running the no-op jobs, its output discarded;
+    ``prefix`` goes before the interpreter (``bench.callgrind`` puts valgrind there)."""
+    return subprocess.Popen(
+        [
+            *prefix,
+            sys.executable,
+            "-m",
+            "djqueue.worker.cli",
+            "worker",
+            "-r",
+            "bench.jobs",
+            "-c",
+            "10",
+            "--redis-url",
+            url,
+            *worker_args,
+        ],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def wait_drained(
     r: redis.Redis, worker: subprocess.Popen[bytes], what: str, timeout: float = 300
 ) -> float:
@@ -142,25 +169,7 @@ def drain_rate(
     worker's command line (``bench.metrics_bench`` adds ``--metrics off``)."""
     r = redis.Redis.from_url(url)
     fill_queue(r, jobs, fields)
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "djqueue.worker.cli",
-            "worker",
-            "-r",
-            "bench.jobs",
-            "-c",
-            "10",
-            "--redis-url",
-            url,
-            *worker_args,
-        ],
-        cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    worker = start_worker(tree, url, worker_args)
     try:
         finished = wait_drained(r, worker, f"the worker of {tree}")
         started = float(r.get("bench:start") or 0)

@@ -59,9 +59,7 @@ class MetricsTally:
         latency = started[1]
         key = (display_name(payload), queue)
         with self._lock:
-            row = self._counts.get(key)
-            if row is None:
-                row = self._counts[key] = [0] * ROW_SIZE
+            row = self._counts.get(key) or self._new_row(key)
             row[PROCESSED] += 1
             if failed:
                 row[FAILED] += 1
@@ -78,10 +76,12 @@ class MetricsTally:
         (`djqueue.store.metrics`' row indexes)."""
         key = (display_name(payload), queue)
         with self._lock:
-            row = self._counts.get(key)
-            if row is None:
-                row = self._counts[key] = [0] * ROW_SIZE
-            row[fate] += 1
+            (self._counts.get(key) or self._new_row(key))[fate] += 1
+
+    def _new_row(self, key: tuple[str, str]) -> list[int]:
+        """A row of zeros for ``key``, kept (the caller holds the lock)."""
+        row = self._counts[key] = [0] * ROW_SIZE
+        return row
 
     def take(self) -> Counts:
         """The counts since the last take, reset (the heartbeat writes them)."""
