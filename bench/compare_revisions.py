@@ -100,19 +100,9 @@ def bench_job(
     )
 
 
-def drain_rate(
-    tree: Path,
-    url: str,
-    jobs: int,
-    fields: dict[str, object] | None = None,
-    worker_args: tuple[str, ...] = (),
-) -> tuple[float, float]:
-    """No-op jobs per second, from the first job's start until nothing is left; and the CPU
-    the worker process used per job (user + system, start-up included), which depends far
-    less than wall time on what else the machine is doing. ``fields`` are added to every
-    no-op job's payload (``bench.retention_bench`` adds ``retention``); ``worker_args`` to the
-    worker's command line (``bench.metrics_bench`` adds ``--metrics off``)."""
-    r = redis.Redis.from_url(url)
+def fill_queue(r: redis.Redis, jobs: int, fields: dict[str, object] | None = None) -> None:
+    """Empty Redis, then queue a ``bench.mark`` job (it sets ``bench:start`` when it runs) and
+    ``jobs`` no-op jobs behind it, with ``fields`` added to each no-op payload."""
     r.flushall()
     now = time.time()
 
@@ -128,8 +118,16 @@ def drain_rate(
             *[job("bench.noop", [i], i + 1) for i in range(start, min(jobs, start + 1000))],
         )
     pipe.execute()
-    worker = subprocess.Popen(
+
+
+def start_worker(
+    tree: Path, url: str, worker_args: tuple[str, ...] = (), prefix: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
+    """``djqueue worker -c 10`` of ``tree`` running the no-op jobs, its output discarded;
+    ``prefix`` goes before the interpreter (``bench.callgrind`` puts valgrind there)."""
+    return subprocess.Popen(
         [
+            *prefix,
             sys.executable,
             "-m",
             "djqueue.worker.cli",
@@ -147,17 +145,41 @@ def drain_rate(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def wait_drained(
+    r: redis.Redis, worker: subprocess.Popen[bytes], what: str, timeout: float = 300
+) -> float:
+    """Wait until the queue `fill_queue` filled and every working list are empty; the time
+    then. ``what`` (the worker) names the failure when it exits or takes over ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if time.monotonic() > deadline or worker.poll() is not None:
+            raise SystemExit(f"{what} did not drain the queue")
+        if r.llen("queue:default") == 0 and r.exists("bench:start"):
+            working = r.keys("*working:*")  # either layout: the trees compared may predate it
+            if not any(r.llen(key) for key in working):
+                return time.time()
+        time.sleep(0.002)
+
+
+def drain_rate(
+    tree: Path,
+    url: str,
+    jobs: int,
+    fields: dict[str, object] | None = None,
+    worker_args: tuple[str, ...] = (),
+) -> tuple[float, float]:
+    """No-op jobs per second, from the first job's start until nothing is left; and the CPU
+    the worker process used per job (user + system, start-up included), which depends far
+    less than wall time on what else the machine is doing. ``fields`` are added to every
+    no-op job's payload (``bench.retention_bench`` adds ``retention``); ``worker_args`` to the
+    worker's command line (``bench.metrics_bench`` adds ``--metrics off``)."""
+    r = redis.Redis.from_url(url)
+    fill_queue(r, jobs, fields)
+    worker = start_worker(tree, url, worker_args)
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            if time.monotonic() > deadline or worker.poll() is not None:
-                raise SystemExit(f"the worker of {tree} did not drain the queue")
-            if r.llen("queue:default") == 0 and r.exists("bench:start"):
-                working = r.keys("*working:*")  # either layout: the trees compared may predate it
-                if not any(r.llen(key) for key in working):
-                    finished = time.time()
-                    break
-            time.sleep(0.002)
+        finished = wait_drained(r, worker, f"the worker of {tree}")
         started = float(r.get("bench:start") or 0)
         cpu = _cpu_seconds(worker.pid)
     finally:

@@ -283,3 +283,13 @@ def tidy(key: str) -> None:
             pass
     except TimeLimitExceeded as exc:
         r().rpush(key, str(exc))
+
+
+def _discard(count: int, exc: BaseException) -> str:
+    return "discard"
+
+
+@djqueue.job(name="t.discarded", retry=5, retry_in=_discard)
+def discarded(message: str) -> None:
+    """Fails; its ``retry_in`` hook discards it (neither retried nor buried)."""
+    raise ValueError(message)

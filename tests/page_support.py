@@ -73,7 +73,8 @@ METRICS_N, METRICS_M = 5, 3
 
 
 def run_for_metrics(worker, r) -> None:  # type: ignore[no-untyped-def]
-    """A real worker runs N jobs of ``t.record`` and M failing ``t.fail_quietly``; returns when
+    """A real worker runs N jobs of ``t.record``, M failing ``t.fail_quietly`` (discarded: not
+    retried) and two failing ``t.fail`` (one retried, one dead); returns when
     it has counted them all (the metrics are written with the same heartbeat)."""
     from tests import jobs_for_worker as jobs
     from tests.worker_support import wait_for
@@ -83,7 +84,10 @@ def run_for_metrics(worker, r) -> None:  # type: ignore[no-untyped-def]
         jobs.record.perform_async("metrics", i)
     for i in range(METRICS_M):
         jobs.fail_quietly.perform_async(f"boom {i}")
-    total = METRICS_N + METRICS_M
+    # One failure of t.fail retried (its retry is far off), one sent to the dead set.
+    jobs.fail.set(retry=3).perform_async("retried")
+    jobs.fail.set(retry=0).perform_async("dead")
+    total = METRICS_N + METRICS_M + 2
     wait_for(lambda: int(r.get("stat:processed") or 0) == total, what="all jobs counted")
     running.stop()
 
@@ -102,6 +106,12 @@ def check_metrics_page(get, retries: str, dead: str) -> None:  # type: ignore[no
     a, b = metrics_row(page, "t.record"), metrics_row(page, "t.fail_quietly")
     assert (a["processed"], a["failed"], a["failure_rate"]) == (str(METRICS_N), "0", "0.0%")
     assert (b["processed"], b["failed"], b["failure_rate"]) == ("3", "3", "100.0%")
+    # Where the failures went: retried, dead, discarded.
+    assert (a["retried"], a["dead"], a["discarded"]) == ("0", "0", "0")
+    assert (b["retried"], b["dead"], b["discarded"]) == ("0", "0", str(METRICS_M))
+    c = metrics_row(page, "t.fail")
+    fates = ("processed", "failed", "retried", "dead", "discarded")
+    assert [c[k] for k in fates] == ["2", "2", "1", "1", "0"]
     assert a["p50"].endswith(" ms") and b["p50"] == "–"
     assert f'href="{retries}?job=t.fail_quietly"' in page
     assert f'href="{dead}?job=t.fail_quietly"' in page

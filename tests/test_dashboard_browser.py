@@ -600,14 +600,15 @@ def test_metrics_page_shows_what_a_worker_ran_and_a_hostile_name_as_text(
     figures = {
         name: [
             page.locator(f'#result_list tr[data-name="{name}"] [data-figure="{f}"]').inner_text()
-            for f in ("processed", "failed", "failure_rate")
+            for f in ("processed", "failed", "retried", "dead", "discarded", "failure_rate")
         ]
         for name in ("browser.ok", "browser.charge", HOSTILE)
     }
+    # Every failure here was retried (to the retry set), none dead or discarded.
     assert figures == {
-        "browser.ok": ["4", "0", "0.0%"],
-        "browser.charge": ["2", "2", "100.0%"],
-        HOSTILE: ["1", "1", "100.0%"],
+        "browser.ok": ["4", "0", "0", "0", "0", "0.0%"],
+        "browser.charge": ["2", "2", "2", "0", "0", "100.0%"],
+        HOSTILE: ["1", "1", "1", "0", "0", "100.0%"],
     }
     expect(page.locator("#djqueue-metrics-chart h2")).to_contain_text("browser.ok")
     expect(page.locator("#djqueue-metrics-histogram .djqueue-bar")).to_have_count(26)

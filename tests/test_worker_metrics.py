@@ -8,6 +8,7 @@ import json
 import math
 import re
 import time
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ from djqueue.store.keys import METRICS_MINUTE_TTL, METRICS_TEN_MINUTE_TTL
 from djqueue.store.metrics import HISTOGRAM_SIZE, percentile
 
 from . import jobs_for_worker as jobs
-from .sidekiq_support import require_sidekiq7, ruby7
+from .sidekiq_support import THIRD_PARTY, require_sidekiq7, ruby, ruby7
 from .worker_support import wait_for
 
 MINUTE = re.compile(r"^j\|(\d{6})\|(\d{1,2}):(\d{2})$")
@@ -220,3 +221,95 @@ def test_counts_are_written_once_when_redis_has_forgotten_the_beat_script(worker
     wait_for(lambda: sums(r, MINUTE).get("t.record|p") == 2 * N, what="flushed again")
     time.sleep(0.7)  # two more beats
     assert sums(r, MINUTE)["t.record|p"] == 2 * N == sums(r, TEN_MINUTES)["t.record|p"]
+
+
+R, D, X = 3, 2, 2
+
+
+def run_failures(worker, r) -> None:
+    """On two workers: R failures of t.fail retried, D sent to the dead set, X discarded by
+    t.discarded's retry_in hook, one t.fail_quietly dropped (retry: false), N of t.record;
+    waits until every failure's fate is counted and flushed."""
+    worker()
+    worker()
+    for i in range(R):
+        jobs.fail.set(retry=3).perform_later(f"again {i}")
+    for i in range(D):
+        jobs.fail.set(retry=0).perform_later(f"dead {i}")
+    for i in range(X):
+        jobs.discarded.perform_later(f"gone {i}")
+    jobs.fail_quietly.perform_later("dropped")
+    for i in range(N):
+        jobs.record.perform_later("metrics", i)
+
+    def flushed() -> bool:
+        queue = job_metrics().queue("default")
+        return queue is not None and (queue.retried, queue.dead, queue.discarded) == (R, D, X + 1)
+
+    wait_for(flushed, what="every failure's fate counted")
+
+
+def test_retried_dead_and_discarded_per_class_and_queue(worker, r):
+    run_failures(worker, r)
+    # Each fate happened: the retries wait in the retry set, the dead in the dead set.
+    assert (r.zcard("retry"), r.zcard("dead")) == (R, D)
+    report = job_metrics()
+    fail, gone, dropped = (
+        report.job("t.fail"),
+        report.job("t.discarded"),
+        report.job("t.fail_quietly"),
+    )
+    assert fail is not None and gone is not None and dropped is not None
+    assert (fail.processed, fail.failed, fail.retried, fail.dead, fail.discarded) == (
+        R + D,
+        R + D,
+        R,
+        D,
+        0,
+    )
+    assert (gone.processed, gone.failed, gone.retried, gone.dead, gone.discarded) == (X, X, 0, 0, X)
+    assert (dropped.failed, dropped.retried, dropped.dead, dropped.discarded) == (1, 0, 0, 1)
+    record = report.job("t.record")
+    assert record is not None and (record.retried, record.dead, record.discarded) == (0, 0, 0)
+    (queue,) = report.queues
+    assert (queue.processed, queue.failed) == (R + D + X + 1 + N, R + D + X + 1)
+    # In Sidekiq's hash, beside its own fields: CLASS|r, CLASS|d, CLASS|x; none for a zero.
+    minute = sums(r, MINUTE)
+    assert (minute["t.fail|r"], minute["t.fail|d"], minute["t.discarded|x"]) == (R, D, X)
+    assert minute["t.fail_quietly|x"] == 1
+    assert "t.fail|x" not in minute and "t.record|r" not in minute
+    assert sums(r, TEN_MINUTES) == minute
+    longer = job_metrics(hours=1).job("t.fail")
+    assert longer is not None and (longer.retried, longer.dead) == (R, D)
+
+
+def sidekiq7_page(redis_url: str, path: str) -> dict[str, Any]:
+    """One page of Sidekiq 7.3.10's Web UI: its status and body (the last line printed; its
+    client logs its connection first)."""
+    out = ruby(redis_url, "web_page.rb", path, command=str(THIRD_PARTY / "bin" / "ruby7"))
+    return json.loads(out.splitlines()[-1])
+
+
+def test_sidekiq_7_web_ui_renders_metrics_holding_djqueues_extra_fields(worker, redis_url, r):
+    """Sidekiq 7.3.10's Metrics tab and a job's metrics page, on hashes holding what djqueue
+    writes (``|r``, ``|d``, ``|x`` beside ``|p``, ``|f``, ``|ms``) under Sidekiq 7's key names
+    (``j|YYYYMMDD|H:M``; Sidekiq 8 renamed them, and needs a newer Ruby than this machine's)."""
+    require_sidekiq7()
+    run_failures(worker, r)
+    now = time.gmtime()
+    sidekiq7 = f"j|{time.strftime('%Y%m%d', now)}|{now.tm_hour}:{now.tm_min}"
+    for key in r.scan_iter("j|*"):
+        if MINUTE.match(key):
+            for field, value in r.hgetall(key).items():
+                r.hincrby(sidekiq7, field, int(value))
+    assert r.hget(sidekiq7, "t.fail|r") == str(R)
+    tab = sidekiq7_page(redis_url, "/metrics")
+    assert tab["status"] == 200, tab["body"][:2000]
+    for name in ("t.fail", "t.discarded", "t.fail_quietly", "t.record"):
+        assert f">{name}</a>" in tab["body"], name
+    # t.record's row: N successes, 0 failures (the columns Sidekiq shows).
+    row = tab["body"][tab["body"].index(">t.record</a>") :].split("</tr>")[0]
+    assert re.findall(r'<td class="num"><span[^>]*>([^<]*)<', row)[:2] == [str(N), "0"], row
+    job = sidekiq7_page(redis_url, "/metrics/t.fail")
+    assert job["status"] == 200, job["body"][:2000]
+    assert "t.fail" in job["body"]

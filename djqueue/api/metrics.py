@@ -3,7 +3,8 @@
 The workers write per-class and per-queue counts in Sidekiq 8's layout
 (`djqueue.store.metrics`); `job_metrics` reads a range of them and computes what a page, a
 Prometheus exposition or ``djqueue stats`` shows: counts, failure rate, mean time and
-percentiles from Sidekiq's histogram, latency at pickup::
+percentiles from Sidekiq's histogram, latency at pickup, and where the failures went
+(retried, dead, discarded)::
 
     from djqueue.api.metrics import job_metrics
 
@@ -31,6 +32,13 @@ class Figures:
     name: str
     processed: int
     failed: int
+    #: Where the failures went: retried later, moved to the dead set, kept nowhere (a
+    #: ``retry_in`` hook's discard, ``retry: false``, ``dead: false``, cancelled while running).
+    #: Counted when the failure is settled, so near a range's edge they may not add up to
+    #: ``failed``; a job whose process died running it counts as dead, not failed.
+    retried: int
+    dead: int
+    discarded: int
     #: Milliseconds spent in the jobs that succeeded.
     total_ms: int
     #: Queue latency at pickup, averaged over the jobs it was known for (None: none).
@@ -135,6 +143,9 @@ def _figures(name: str, read: store.Sums) -> Figures:
         name=name,
         processed=read.processed,
         failed=read.failed,
+        retried=read.retried,
+        dead=read.dead,
+        discarded=read.discarded,
         total_ms=read.ms,
         latency_ms=read.latency_ms / read.latency_n if read.latency_n else None,
         histogram=tuple(read.histogram),

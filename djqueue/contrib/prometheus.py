@@ -12,8 +12,9 @@ The per-job figures cover a sliding window (``minutes``, default 60) of Sidekiq'
 buckets, which expire; they are gauges (``djqueue_job_processed``), not counters, because a
 sum over a window falls when an old bucket expires and ``rate()`` would read that as a reset.
 The lifetime counters (``djqueue_processed_total``, ``djqueue_failed_total``) are real
-counters. Retried, dead and discarded jobs are not counted per job class by the workers (the
-layout has no field for them); the retry and dead sets' sizes are exposed instead.
+counters. Where the failures went is in the same window: ``djqueue_job_retried``,
+``djqueue_job_dead`` (moved to the dead set) and ``djqueue_job_discarded`` (kept nowhere), and
+their ``djqueue_queue_`` twins.
 
 Needs the ``prometheus`` extra (``pip install djqueue[prometheus]``).
 """
@@ -45,6 +46,16 @@ from ..api.figures import figures  # noqa: E402
 from ..api.metrics import job_metrics  # noqa: E402
 from ..config import Settings  # noqa: E402
 from ..store.metrics import HISTOGRAM_BOUNDS  # noqa: E402
+
+#: The per-job and per-queue counts exported (`djqueue.api.metrics.Figures`' fields), with
+#: what each counts.
+COUNTS = {
+    "processed": "Jobs processed",
+    "failed": "Jobs failed",
+    "retried": "Failed jobs scheduled for a retry",
+    "dead": "Failed jobs moved to the dead set",
+    "discarded": "Failed jobs kept nowhere (discarded, retry: false, dead: false, cancelled)",
+}
 
 #: The exposition's content type (text format 0.0.4).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -95,11 +106,11 @@ class DjqueueCollector:
         families = {
             (kind, stat): GaugeMetricFamily(
                 f"djqueue_{kind}_{stat}",
-                f"Jobs {stat} per {'job class' if kind == 'job' else 'queue'}{window}.",
+                f"{meaning} per {'job class' if kind == 'job' else 'queue'}{window}.",
                 labels=[kind if kind == "queue" else "job"],
             )
             for kind in ("job", "queue")
-            for stat in ("processed", "failed")
+            for stat, meaning in COUNTS.items()
         }
         seconds = HistogramMetricFamily(
             "djqueue_job_execution_seconds",
@@ -109,8 +120,8 @@ class DjqueueCollector:
         )
         for kind, rows in (("job", report.jobs), ("queue", report.queues)):
             for row in rows:
-                families[kind, "processed"].add_metric([row.name], row.processed)
-                families[kind, "failed"].add_metric([row.name], row.failed)
+                for stat in COUNTS:
+                    families[kind, stat].add_metric([row.name], getattr(row, stat))
         for row in report.jobs:
             counts = list(row.histogram) or [0] * (len(HISTOGRAM_BOUNDS) + 1)
             buckets, total = [], 0

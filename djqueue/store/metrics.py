@@ -6,14 +6,19 @@ round trip of its own. The keys are Sidekiq 8's (``lib/sidekiq/metrics/tracking.
 ``shared.rb``), so a Sidekiq 8 Web UI on the same Redis shows djqueue's jobs in its Metrics tab:
 
 - ``j|YYMMDD|H:MM``: per one-minute bucket, fields ``CLASS|p`` (processed), ``CLASS|f``
-  (failed) and ``CLASS|ms`` (milliseconds spent in the jobs that succeeded); lives 8 hours;
+  (failed) and ``CLASS|ms`` (milliseconds spent in the jobs that succeeded); lives 8 hours.
+  djqueue adds where each failure went: ``CLASS|r`` (retried), ``CLASS|d`` (dead: moved to the
+  dead set) and ``CLASS|x`` (discarded: kept nowhere), which Sidekiq's readers pass over
+  (its ``Query`` splits each field on ``|`` and sums per metric name; its page shows only
+  ``p``, ``f`` and ``ms``);
 - ``j|YYMMDD|H:M``: the same per ten-minute bucket (the minute's tens digit); lives 3 days;
 - ``h|CLASS-D-H:M``: per class and minute, 26 unsigned 16-bit counters (BITFIELD, saturating)
   of the successful jobs' times in `HISTOGRAM_BOUNDS`' buckets; lives 8 hours.
 
 What Sidekiq's layout has no place for (per queue, latency at pickup) goes in djqueue's own
 hash for the same buckets, ``djqueue:metrics|YYMMDD|H:MM`` and ``|H:M``, with the same
-lifetimes: fields ``q|QUEUE|p``, ``q|QUEUE|f``, ``q|QUEUE|ms``, ``q|QUEUE|lms`` (latency
+lifetimes: fields ``q|QUEUE|p``, ``q|QUEUE|f``, ``q|QUEUE|ms``, ``q|QUEUE|r``, ``q|QUEUE|d``,
+``q|QUEUE|x``, ``q|QUEUE|lms`` (latency
 milliseconds summed), ``q|QUEUE|ln`` (jobs whose latency was known), and ``c|CLASS|lms``,
 ``c|CLASS|ln`` per class. Times are UTC, buckets are named by the flush's minute (as Sidekiq's).
 """
@@ -41,8 +46,18 @@ HISTOGRAM_BOUNDS = (
 HISTOGRAM_SIZE = len(HISTOGRAM_BOUNDS) + 1
 
 #: A row of the worker's counts, one per (class, queue): these indexes, then the histogram.
-PROCESSED, FAILED, MS, LATENCY_MS, LATENCY_N = range(5)
-HISTOGRAM = 5
+#: RETRIED, DEAD and DISCARDED count where the failures went (`djqueue.worker.settle`).
+PROCESSED, FAILED, MS, LATENCY_MS, LATENCY_N, RETRIED, DEAD, DISCARDED = range(8)
+HISTOGRAM = 8
+#: The field suffix each count is written under, in both hashes (``CLASS|r``, ``q|QUEUE|r``).
+COUNTED = (
+    (PROCESSED, "p"),
+    (FAILED, "f"),
+    (MS, "ms"),
+    (RETRIED, "r"),
+    (DEAD, "d"),
+    (DISCARDED, "x"),
+)
 ROW_SIZE = HISTOGRAM + HISTOGRAM_SIZE
 #: (display class, queue) -> row.
 Counts = dict[tuple[str, str], list[int]]
@@ -83,17 +98,16 @@ def add_writes(pipe: Any, keys: Keys, counts: Counts, now: float) -> list[str]:
     sidekiq: dict[str, int] = {}
     own: dict[str, int] = {}
     for name, row in classes.items():
-        sidekiq[f"{name}|p"] = row[PROCESSED]
-        if row[FAILED]:
-            sidekiq[f"{name}|f"] = row[FAILED]
-        if row[PROCESSED] > row[FAILED]:
-            sidekiq[f"{name}|ms"] = row[MS]
+        # As Sidekiq: ``ms`` whenever a job succeeded, even in 0 ms; other counts when not 0.
+        for index, metric in COUNTED:
+            if row[index] or (index == MS and row[PROCESSED] > row[FAILED]):
+                sidekiq[f"{name}|{metric}"] = row[index]
         if row[LATENCY_N]:
             own[f"c|{name}|lms"] = row[LATENCY_MS]
             own[f"c|{name}|ln"] = row[LATENCY_N]
     for queue, row in queues.items():
-        for metric, index in (("p", PROCESSED), ("f", FAILED), ("ms", MS)):
-            if row[index] or index == PROCESSED:
+        for index, metric in COUNTED:
+            if row[index]:
                 own[f"q|{queue}|{metric}"] = row[index]
         if row[LATENCY_N]:
             own[f"q|{queue}|lms"] = row[LATENCY_MS]
@@ -148,6 +162,10 @@ class Sums:
 
     processed: int = 0
     failed: int = 0
+    #: Where the failures went: retried, moved to the dead set, kept nowhere.
+    retried: int = 0
+    dead: int = 0
+    discarded: int = 0
     #: Milliseconds spent in the jobs that succeeded (Sidekiq does not time failures).
     ms: int = 0
     #: Queue latency at pickup: milliseconds summed, and the jobs it was known for.
@@ -251,6 +269,12 @@ def _add(
         figures.failed += value
     elif metric == "ms":
         figures.ms += value
+    elif metric == "r":
+        figures.retried += value
+    elif metric == "d":
+        figures.dead += value
+    elif metric == "x":
+        figures.discarded += value
     elif metric == "lms":
         figures.latency_ms += value
     elif metric == "ln":

@@ -40,6 +40,10 @@ class MetricsRow:
     name: str
     processed: str
     failed: str
+    #: Where the failures went.
+    retried: str
+    dead: str
+    discarded: str
     failure_rate: str
     mean: str
     p50: str
@@ -106,6 +110,9 @@ def metrics_page(params: Any, settings: Settings | None = None) -> MetricsPage:
             name=f.name,
             processed=display.number(f.processed),
             failed=display.number(f.failed),
+            retried=display.number(f.retried),
+            dead=display.number(f.dead),
+            discarded=display.number(f.discarded),
             failure_rate=f"{f.failure_rate:.1%}",
             mean=_ms(f.mean_ms),
             p50=_at_most(f.p50_ms),

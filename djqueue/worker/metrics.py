@@ -5,7 +5,9 @@ each job, under the name a person knows it by
 (`djqueue.api.record.display_name`: ``display_class``, an ActiveJob's wrapped class, else
 ``class``) and its queue, it counts the job as processed, and as failed when it raised; a job
 that succeeded adds its milliseconds and a tick in Sidekiq's histogram; the queue latency at
-pickup (now minus ``enqueued_at``) is summed. Nothing touches Redis here: the heartbeat takes
+pickup (now minus ``enqueued_at``) is summed. Where a failed job went (retried, dead,
+discarded) is counted in the same row by `djqueue.worker.settle`, through `settled`, once it
+is written there. Nothing touches Redis here: the heartbeat takes
 the counts once a beat and writes them with the beat (`djqueue.store.metrics`, Sidekiq 8's
 layout), as Sidekiq's ``ExecutionTracker`` flushes on its ``:beat`` event.
 """
@@ -57,9 +59,7 @@ class MetricsTally:
         latency = started[1]
         key = (display_name(payload), queue)
         with self._lock:
-            row = self._counts.get(key)
-            if row is None:
-                row = self._counts[key] = [0] * ROW_SIZE
+            row = self._counts.get(key) or self._new_row(key)
             row[PROCESSED] += 1
             if failed:
                 row[FAILED] += 1
@@ -70,6 +70,18 @@ class MetricsTally:
             if latency is not None:
                 row[LATENCY_MS] += latency
                 row[LATENCY_N] += 1
+
+    def settled(self, payload: dict[str, Any], queue: str, fate: int) -> None:
+        """A failed job went where ``fate`` says: ``RETRIED``, ``DEAD`` or ``DISCARDED``
+        (`djqueue.store.metrics`' row indexes)."""
+        key = (display_name(payload), queue)
+        with self._lock:
+            (self._counts.get(key) or self._new_row(key))[fate] += 1
+
+    def _new_row(self, key: tuple[str, str]) -> list[int]:
+        """A row of zeros for ``key``, kept (the caller holds the lock)."""
+        row = self._counts[key] = [0] * ROW_SIZE
+        return row
 
     def take(self) -> Counts:
         """The counts since the last take, reset (the heartbeat writes them)."""

@@ -12,7 +12,10 @@ arrive at any moment: a tracked job asked to stop ends cancelled instead of retr
 retry write refuses (``STOP_ASKED``) rather than decide it.
 
 Until a write gets through the job stays in its working list, so an outage at the wrong
-moment can cause a second run but never a lost job.
+moment can cause a second run but never a lost job. Once it is through, where the job went is
+counted in the per-job metrics (`djqueue.worker.metrics`, in memory): retried, dead (the dead
+set) or discarded (kept nowhere: a ``retry_in`` hook's discard, a drop, or cancelled while it
+ran), so a class's failures add up to the three.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from ..payload import dumps, loads
 from ..store import JobStore, StatusStore
 from ..store.jobs import STOP_ASKED
 from ..store.limits import LimitStore
+from ..store.metrics import DEAD, DISCARDED, RETRIED
 from .backoff import keep_trying
 from .fetch import Fetcher, Unit
 from .log import logger
@@ -107,6 +111,7 @@ class Settle:
         elif decision.outcome == "discard":
             logger.info("%s %s discarded by its retry_in hook", name, payload.get("jid"))
             self._write(lambda: self._end(unit, payload, exc, "dead"))
+            self._count(payload, unit.queue, DISCARDED)
         else:
             if decision.exhausted:
                 self._exhausted(payload, definition, exc)
@@ -114,6 +119,7 @@ class Settle:
                 self._drop(unit, payload, exc, decision.why)
             else:
                 self._bury(unit, payload)
+                self._count(payload, unit.queue, DEAD)
                 logger.warning(
                     "%s %s moved to the dead set after %d retries",
                     name,
@@ -144,6 +150,7 @@ class Settle:
         self.stats.count(failed=True)
         retry_policy.record_failure(payload, error, unit.queue, time.time())
         self._bury(unit, payload)
+        self._count(payload, unit.queue, DEAD)
         unit.acked = True
         self._dead(payload, error)
 
@@ -179,16 +186,20 @@ class Settle:
             # Asked to stop (djqueue.cancel while it ran), even before its process saw the
             # request: it ends cancelled, with its error, instead of retrying.
             self._write(lambda: self._end(unit, payload, exc, "cancelled"))
+            self._count(payload, unit.queue, DISCARDED)
         elif done is None:
             # The retry set's key holds another type (logged by the store): the job is
             # buried rather than lost or run again and again.
             self._write(
                 lambda: self.jobs.bury([(unit.raw, member)], time.time(), unit.working, "list")
             )
-        elif signals.job_retry_scheduled.receivers:
-            signals.job_retry_scheduled.send(
-                payload["class"], payload=payload, exception=exc, retry_at=at
-            )
+            self._count(payload, unit.queue, DEAD)
+        else:
+            self._count(payload, unit.queue, RETRIED)
+            if signals.job_retry_scheduled.receivers:
+                signals.job_retry_scheduled.send(
+                    payload["class"], payload=payload, exception=exc, retry_at=at
+                )
 
     def _exhausted(self, payload: dict[str, Any], definition: Any, exc: BaseException) -> None:
         """The job's ``retries_exhausted`` hook, when its retries are used up."""
@@ -206,12 +217,19 @@ class Settle:
             "%s %s failed and is dropped (%s)", payload["class"], payload.get("jid"), why
         )
         self._write(lambda: self._end(unit, payload, exc, "dead"))
+        self._count(payload, unit.queue, DISCARDED)
         self._dead(payload, exc)
 
     def _bury(self, unit: Unit, payload: dict[str, Any]) -> None:
         member = dumps(payload)
         now = time.time()
         self._write(lambda: self.jobs.bury([(unit.raw, member)], now, unit.working, "list"))
+
+    def _count(self, payload: dict[str, Any], queue: str, fate: int) -> None:
+        """Count where the job went in the per-job metrics, when they are on."""
+        metrics = self.stats.metrics
+        if metrics is not None:
+            metrics.settled(payload, queue, fate)
 
     @staticmethod
     def _dead(payload: dict[str, Any], exc: BaseException) -> None:

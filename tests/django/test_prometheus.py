@@ -22,6 +22,8 @@ from tests.worker_support import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 N, M = 4, 3
+#: Failures of t.fail retried (far off) and sent to the dead set.
+R, D = 2, 1
 TOKEN = "scrape-s3cret"
 
 
@@ -44,7 +46,8 @@ def flask_app(redis_url: str) -> flask.Flask:
 
 @pytest.fixture
 def ran(worker, r, settings):
-    """Two in-process workers ran N jobs of t.record and M of t.fail_quietly, flushed."""
+    """Two in-process workers ran N jobs of t.record, M of t.fail_quietly (discarded: not
+    retried) and R + D of t.fail (R retried, D dead), flushed."""
     settings.DJQUEUE = {**settings.DJQUEUE, "METRICS_TOKEN": TOKEN}
     worker()
     worker()
@@ -52,11 +55,17 @@ def ran(worker, r, settings):
         jobs.record.perform_later("prom", i)
     for i in range(M):
         jobs.fail_quietly.perform_later(f"boom {i}")
+    for i in range(R):
+        jobs.fail.set(retry=3).perform_later(f"later {i}")
+    for i in range(D):
+        jobs.fail.set(retry=0).perform_later(f"dead {i}")
 
     def flushed() -> bool:
         found = job_metrics(minutes=60)
-        a, b = found.job("t.record"), found.job("t.fail_quietly")
-        return bool(a and b and a.processed == N and b.failed == M and sum(a.histogram) == N)
+        a, b, c = found.job("t.record"), found.job("t.fail_quietly"), found.job("t.fail")
+        return bool(
+            a and b and c and a.processed == N and b.discarded == M and sum(a.histogram) == N
+        ) and (c.processed, c.retried, c.dead) == (R + D, R, D)
 
     wait_for(flushed, what="metrics flushed")
 
@@ -82,22 +91,33 @@ def test_every_face_agrees_with_job_metrics(ran, client, redis_url):
     a, b = report.job("t.record"), report.job("t.fail_quietly")
     assert a is not None and b is not None
     for found in faces:
+        record = (("job", "t.record"),)
         assert found[("djqueue_job_processed", (("job", "t.record"),))] == N
         assert found[("djqueue_job_failed", (("job", "t.record"),))] == 0
         assert found[("djqueue_job_processed", (("job", "t.fail_quietly"),))] == M
         assert found[("djqueue_job_failed", (("job", "t.fail_quietly"),))] == M
-        assert found[("djqueue_queue_processed", (("queue", "default"),))] == N + M
-        assert found[("djqueue_queue_failed", (("queue", "default"),))] == M
-        record = (("job", "t.record"),)
+        default = (("queue", "default"),)
+        assert found[("djqueue_queue_processed", default)] == N + M + R + D
+        assert found[("djqueue_queue_failed", default)] == M + R + D
+        # Where the failures went, per job class and per queue.
+        fail, quiet = (("job", "t.fail"),), (("job", "t.fail_quietly"),)
+        assert (
+            found[("djqueue_job_retried", fail)] == R == found[("djqueue_queue_retried", default)]
+        )
+        assert found[("djqueue_job_dead", fail)] == D == found[("djqueue_queue_dead", default)]
+        assert found[("djqueue_job_discarded", fail)] == 0
+        assert found[("djqueue_job_discarded", quiet)] == M
+        assert found[("djqueue_queue_discarded", default)] == M
+        assert found[("djqueue_job_retried", record)] == found[("djqueue_job_dead", record)] == 0
         assert found[("djqueue_job_execution_seconds_count", record)] == N
         assert found[("djqueue_job_execution_seconds_sum", record)] == a.total_ms / 1000
         first = (("job", "t.record"), ("le", "0.02"))
         assert found[("djqueue_job_execution_seconds_bucket", first)] == a.histogram[0]
-        assert found[("djqueue_processed_total", ())] == N + M
-        assert found[("djqueue_failed_total", ())] == M
+        assert found[("djqueue_processed_total", ())] == N + M + R + D
+        assert found[("djqueue_failed_total", ())] == M + R + D
         assert found[("djqueue_queue_size", (("queue", "default"),))] == 0
         assert found[("djqueue_processes", ())] == 2
-        assert found[("djqueue_dead_size", ())] == 0
+        assert found[("djqueue_dead_size", ())] == D
     assert faces[0] == faces[1] or _only_latency_differs(faces[0], faces[1])
 
 
@@ -165,7 +185,7 @@ def test_the_dashboard_the_stats_command_and_a_scrape_show_every_figure_alike(ra
     overview = figures()
     known = [f for f in overview.figures if f.value is not None]
     assert {f.name for f in known} >= {"processed", "failed", "busy", "dead", "processes"}
-    assert overview["processed"].value == N + M and overview["processes"].value == 2
+    assert overview["processed"].value == N + M + R + D and overview["processes"].value == 2
     shown = {f.name: f.value for f in dashboard().figures}
     printed = dict(line.split(None, 1) for line in stats().splitlines())
     scraped = samples(exposition())
