@@ -15,21 +15,18 @@ unlimited jobs are done. Both use ``djqueue worker -c 10``. The goal: shared/alo
 
 from __future__ import annotations
 
-import argparse
-import os
-import subprocess
-import sys
 import time
 
 import redis
 
-from bench.compare_revisions import ROOT, _cpu_seconds, bench_job
+from bench.compare_revisions import ROOT, _cpu_seconds, bench_job, start_worker
+from bench.on_off import Rounds, arguments
 from bench.redis_server import BenchRedis
-from bench.retention_bench import summary
 from djqueue.store import Keys
 from djqueue.store.limits import LimitStore
 
-MODES = ("alone", "shared")
+#: "off": the unlimited jobs alone; "on": with the blocked jobs among them.
+MODES = ("off", "on")
 
 
 def free_rate(url: str, jobs: int, blocked: int) -> tuple[float, float, int]:
@@ -52,14 +49,7 @@ def free_rate(url: str, jobs: int, blocked: int) -> tuple[float, float, int]:
     for start in range(0, len(entries), 1000):
         pipe.lpush("queue:default", *entries[start : start + 1000])
     pipe.execute()
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "djqueue.worker.cli", "worker", "-r", "bench.jobs"]
-        + ["-r", "bench.limit_jobs", "-c", "10", "--redis-url", url],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    worker = start_worker(ROOT, url, ("-r", "bench.limit_jobs"))
     try:
         deadline = time.monotonic() + 300
         while not r.exists("bench:end"):
@@ -77,28 +67,24 @@ def free_rate(url: str, jobs: int, blocked: int) -> tuple[float, float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--jobs", type=int, default=10_000)
+    parser = arguments(__doc__, default_jobs=10_000)
+    parser.set_defaults(rounds=3)
     parser.add_argument("--blocked", type=int, default=1_000)
     options = parser.parse_args()
-    rates: dict[str, list[float]] = {"off": [], "on": []}
-    cpu: dict[str, list[float]] = {"off": [], "on": []}
+    rounds = Rounds(MODES, options.rounds)
     with BenchRedis() as url:
-        for round_no in range(options.rounds):
-            order = MODES if round_no % 2 == 0 else MODES[::-1]
-            for mode in order:
-                blocked = options.blocked if mode == "shared" else 0
-                rate, us, refused = free_rate(url, options.jobs, blocked)
-                rates["on" if mode == "shared" else "off"].append(rate)
-                cpu["on" if mode == "shared" else "off"].append(us)
-                print(
-                    f"round {round_no + 1} {mode:>6}: {rate:,.0f} unlimited jobs/s, worker CPU "
-                    f"{us:.0f} us per unlimited job, {refused:,} refusals",
-                    flush=True,
-                )
+        for number, mode in rounds:
+            blocked = options.blocked if mode == "on" else 0
+            rate, us, refused = free_rate(url, options.jobs, blocked)
+            rounds.add("unlimited jobs/s", mode, rate)
+            rounds.add("worker CPU us/unlimited job", mode, us)
+            print(
+                f"round {number} {mode:>3}: {rate:,.0f} unlimited jobs/s, worker CPU "
+                f"{us:.0f} us per unlimited job, {refused:,} refusals",
+                flush=True,
+            )
     print("(off: the unlimited jobs alone; on: with the blocked jobs among them)")
-    summary([("unlimited jobs/s", rates, ",.0f"), ("worker CPU us/unlimited job", cpu, ".0f")])
+    rounds.summary({"unlimited jobs/s": ",.0f", "worker CPU us/unlimited job": ".0f"})
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ on, and the tally's step alone; a busy machine changes time, not instruction cou
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
@@ -27,8 +26,8 @@ import redis
 
 from bench.callgrind import per_job, python_instructions
 from bench.compare_revisions import ROOT, drain_rate
+from bench.on_off import Rounds, arguments
 from bench.redis_server import BenchRedis
-from bench.retention_bench import summary
 from djqueue.pipeline import run
 from djqueue.worker.fetch import Unit
 from djqueue.worker.metrics import MetricsTally
@@ -80,9 +79,7 @@ def step_cost(jobs: int = 50_000, repeats: int = 7) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--jobs", type=int, default=20_000, help="a multiple of 1,000")
+    parser = arguments(__doc__)
     parser.add_argument(
         "--callgrind",
         action="store_true",
@@ -92,25 +89,22 @@ def main() -> None:
     if options.callgrind:
         instructions()
         return
-    drain: dict[str, list[float]] = {mode: [] for mode in MODES}
-    cpu: dict[str, list[float]] = {mode: [] for mode in MODES}
+    rounds = Rounds(MODES, options.rounds)
     with BenchRedis() as url:
-        for round_no in range(options.rounds):
-            order = list(MODES) if round_no % 2 == 0 else list(reversed(MODES))
-            for mode in order:
-                rate, us = drain_rate(ROOT, url, options.jobs, worker_args=MODES[mode])
-                r = redis.Redis.from_url(url)
-                written = len(r.keys("j|*"))
-                r.close()
-                drain[mode].append(rate)
-                cpu[mode].append(us)
-                print(
-                    f"round {round_no + 1} metrics {mode:>3}: no-op drain {rate:,.0f}/s, "
-                    f"worker CPU {us:.1f} us/job, {written} metrics hashes",
-                    flush=True,
-                )
-    summary([("no-op drain, jobs/s", drain, ",.0f"), ("worker CPU us per job", cpu, ".1f")])
-    ratios = sorted(on / off for on, off in zip(drain["on"], drain["off"], strict=True))
+        for number, mode in rounds:
+            rate, us = drain_rate(ROOT, url, options.jobs, worker_args=MODES[mode])
+            r = redis.Redis.from_url(url)
+            written = len(r.keys("j|*"))
+            r.close()
+            rounds.add("no-op drain, jobs/s", mode, rate)
+            rounds.add("worker CPU us per job", mode, us)
+            print(
+                f"round {number} metrics {mode:>3}: no-op drain {rate:,.0f}/s, "
+                f"worker CPU {us:.1f} us/job, {written} metrics hashes",
+                flush=True,
+            )
+    rounds.summary({"no-op drain, jobs/s": ",.0f"})
+    ratios = rounds.ratios("no-op drain, jobs/s")
     print(
         f"on/off per round: median {statistics.median(ratios):.2f}, "
         f"spread {ratios[0]:.2f} to {ratios[-1]:.2f} over {len(ratios)} rounds"

@@ -12,35 +12,27 @@ tree's code and ``djqueue worker -c 10``, as ``bench.compare_revisions`` measure
 
 from __future__ import annotations
 
-import argparse
-
 from bench.compare_revisions import ROOT, drain_rate
+from bench.on_off import Rounds, arguments
 from bench.redis_server import BenchRedis
-from bench.retention_bench import summary
 
 MODES: dict[str, dict[str, object] | None] = {"off": None, "on": {"time_limit": 30}}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--jobs", type=int, default=20_000, help="a multiple of 1,000")
-    options = parser.parse_args()
-    drain: dict[str, list[float]] = {mode: [] for mode in MODES}
-    cpu: dict[str, list[float]] = {mode: [] for mode in MODES}
+    options = arguments(__doc__).parse_args()
+    rounds = Rounds(MODES, options.rounds)
     with BenchRedis() as url:
-        for round_no in range(options.rounds):
-            order = list(MODES) if round_no % 2 == 0 else list(reversed(MODES))
-            for mode in order:
-                rate, us = drain_rate(ROOT, url, options.jobs, MODES[mode])
-                drain[mode].append(rate)
-                cpu[mode].append(us)
-                print(
-                    f"round {round_no + 1} time_limit {mode:>3}: no-op drain {rate:,.0f}/s, "
-                    f"worker CPU {us:.1f} us/job",
-                    flush=True,
-                )
-    summary([("no-op drain, jobs/s", drain, ",.0f"), ("worker CPU us per job", cpu, ".1f")])
+        for number, mode in rounds:
+            rate, us = drain_rate(ROOT, url, options.jobs, MODES[mode])
+            rounds.add("no-op drain, jobs/s", mode, rate)
+            rounds.add("worker CPU us per job", mode, us)
+            print(
+                f"round {number} time_limit {mode:>3}: no-op drain {rate:,.0f}/s, "
+                f"worker CPU {us:.1f} us/job",
+                flush=True,
+            )
+    rounds.summary({"no-op drain, jobs/s": ",.0f"})
 
 
 if __name__ == "__main__":
