@@ -4,11 +4,14 @@ aget_result, errors and worker ids, read from the task's djqueue status."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
+from djqueue.api import RetrySet
 from djqueue.contrib.django.tasks import DjQueueBackend
-from tests.django.testapp.tasks import broken, shout
+from tests.django.conftest import queued
+from tests.django.testapp.tasks import broken, flaky, shout
 from tests.worker_support import wait_for
 
 try:
@@ -64,3 +67,43 @@ def test_a_failed_attempt_shows_its_error_and_waits_to_run_again(worker, r):
 def test_an_unknown_result_does_not_exist(r):
     with pytest.raises(TaskResultDoesNotExist):
         default_task_backend.get_result("0" * 24)
+
+
+def finished(task_signals):
+    return [status for name, _, status in task_signals if name == "finished"]
+
+
+def test_a_retried_attempt_sends_nothing_final_and_the_status_agrees(worker, r, task_signals):
+    """task_finished(FAILED) after an attempt that is retried made receivers count a retry
+    as a final failure while get_result said READY: only the end is sent."""
+    result = flaky.enqueue(1)
+    worker(queues=BOTH_QUEUES)
+
+    def failed_once():
+        result.refresh()
+        return result.errors
+
+    wait_for(failed_once, what="the first failure")
+    assert result.status == TaskResultStatus.READY
+    assert finished(task_signals) == []
+    RetrySet().find_job(result.id).add_to_queue()  # its backoff, now
+
+    def done():
+        result.refresh()
+        return result.status == TaskResultStatus.SUCCESSFUL
+
+    wait_for(done, what="SUCCESSFUL")
+    wait_for(lambda: finished(task_signals), what="task_finished")
+    assert finished(task_signals) == [TaskResultStatus.SUCCESSFUL]
+    assert result.return_value == 2
+
+
+def test_a_task_that_dies_sends_finished_failed_once(worker, r, task_signals):
+    result = broken.enqueue()
+    (payload,) = queued(r)
+    r.lset("queue:default", 0, json.dumps({**payload, "retry": 0}))  # no retries: dead at once
+    worker(queues=BOTH_QUEUES)
+    wait_for(lambda: finished(task_signals), what="task_finished")
+    assert finished(task_signals) == [TaskResultStatus.FAILED]
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED

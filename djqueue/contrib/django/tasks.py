@@ -38,7 +38,7 @@ from djqueue.errors import UnknownJob
 from djqueue.executor import current_job
 from djqueue.job import job
 from djqueue.payload import new_jid, now, to_seconds
-from djqueue.signals import job_enqueued
+from djqueue.signals import job_dead, job_enqueued
 
 try:
     from django.tasks import task_backends
@@ -282,6 +282,41 @@ def _sent_to_redis(sender: Any, payload: dict[str, Any], **kwargs: Any) -> None:
 
 job_enqueued.connect(_sent_to_redis, weak=False)
 
+
+def _ended(sender: Any, payload: dict[str, Any] | None, exception: Any, **kwargs: Any) -> None:
+    """``task_finished(FAILED)`` once a task has failed for good (buried in the dead set, or
+    dropped: ``retry: false``), as its status says FAILED from then on. An attempt that will be
+    retried sends nothing final: the task stays READY, and Django's receivers would otherwise
+    count every retry as a failure."""
+    if sender != JOB_NAME or payload is None:
+        return
+    try:
+        result, backend_class = _from_payload(
+            payload,
+            status=TaskResultStatus.FAILED,
+            started_at=_when(payload.get("retried_at") or payload.get("failed_at")),
+            finished_at=timezone.now(),
+            last_attempted_at=_when(payload.get("retried_at") or payload.get("failed_at")),
+        )
+    except (TypeError, UnknownJob):
+        return  # not a task this process runs: the wrapper refused it, nothing was started
+    if isinstance(exception, BaseException):
+        result.errors.append(_error(exception))
+    task_finished.send(backend_class, task_result=result)
+
+
+job_dead.connect(_ended, weak=False)
+
+
+def _error(exc: BaseException) -> TaskError:
+    """Django's record of one failed attempt: the class path and the formatted traceback."""
+    kind = type(exc)
+    return TaskError(
+        exception_class_path=f"{kind.__module__}.{kind.__qualname__}",
+        traceback="".join(traceback.format_exception(exc)),
+    )
+
+
 _worker_id = f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -309,16 +344,8 @@ def run_task(spec: dict[str, Any]) -> Any:
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        object.__setattr__(result, "finished_at", timezone.now())
-        object.__setattr__(result, "status", TaskResultStatus.FAILED)
-        kind = type(exc)
-        result.errors.append(
-            TaskError(
-                exception_class_path=f"{kind.__module__}.{kind.__qualname__}",
-                traceback="".join(traceback.format_exception(exc)),
-            )
-        )
-        task_finished.send(backend_class, task_result=result)
+        # Whether this attempt is the last is the worker's decision, after the job returns:
+        # ``task_finished(FAILED)`` goes out from `_ended` when the job is dead, not here.
         raise
     object.__setattr__(result, "finished_at", timezone.now())
     object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)

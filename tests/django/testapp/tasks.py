@@ -32,3 +32,11 @@ def with_context(context, value: int) -> None:  # type: ignore[no-untyped-def]
 @task
 def broken() -> None:
     raise RuntimeError("task failed on purpose")
+
+
+@task(takes_context=True)
+def flaky(context, failures: int) -> int:  # type: ignore[no-untyped-def]
+    """Fails its first ``failures`` attempts, then returns the attempt that succeeded."""
+    if context.attempt <= failures:
+        raise ValueError(f"attempt {context.attempt} failed on purpose")
+    return context.attempt
