@@ -55,12 +55,14 @@ def test_a_failed_attempt_shows_its_error_and_waits_to_run_again(worker, r):
 
     def failed_once():
         result.refresh()
-        return result.errors
+        return result.status == TaskResultStatus.READY and result.errors
 
+    # READY: in the retry set, it will run again.
     (error,) = wait_for(failed_once, what="the first failure")
-    assert result.status == TaskResultStatus.READY  # in the retry set: it will run again
-    assert error.exception_class_path == "RuntimeError"
-    assert "task failed on purpose" in error.traceback
+    assert error.exception_class_path == "builtins.RuntimeError"
+    assert error.exception_class is RuntimeError
+    assert error.traceback.startswith("Traceback (most recent call last)")
+    assert "RuntimeError: task failed on purpose" in error.traceback
     assert result.attempts == 1 and result.finished_at is None
 
 
@@ -81,10 +83,9 @@ def test_a_retried_attempt_sends_nothing_final_and_the_status_agrees(worker, r, 
 
     def failed_once():
         result.refresh()
-        return result.errors
+        return result.status == TaskResultStatus.READY and result.errors
 
     wait_for(failed_once, what="the first failure")
-    assert result.status == TaskResultStatus.READY
     assert finished(task_signals) == []
     RetrySet().find_job(result.id).add_to_queue()  # its backoff, now
 
@@ -107,3 +108,33 @@ def test_a_task_that_dies_sends_finished_failed_once(worker, r, task_signals):
     assert finished(task_signals) == [TaskResultStatus.FAILED]
     result.refresh()
     assert result.status == TaskResultStatus.FAILED
+
+
+def test_each_failed_attempt_keeps_its_error_with_its_traceback(worker, r, task_signals):
+    """errors held only the last error, as "Class: message"; Django's contract is one
+    TaskError per failed attempt with the formatted traceback."""
+    result = flaky.enqueue(2)
+    worker(queues=BOTH_QUEUES)
+    for attempt in (1, 2):
+
+        def failed(attempt=attempt):
+            result.refresh()
+            return len(result.errors) == attempt and result.status == TaskResultStatus.READY
+
+        wait_for(failed, what=f"failure {attempt}")
+        RetrySet().find_job(result.id).add_to_queue()
+
+    def done():
+        result.refresh()
+        return result.status == TaskResultStatus.SUCCESSFUL
+
+    wait_for(done, what="SUCCESSFUL")
+    assert result.return_value == 3 and result.attempts == 3
+    first, second = result.errors
+    for error, attempt in ((first, 1), (second, 2)):
+        assert error.exception_class is ValueError
+        assert error.traceback.startswith("Traceback (most recent call last)")
+        assert "in flaky" in error.traceback
+        assert error.traceback.endswith(f"ValueError: attempt {attempt} failed on purpose\n")
+    wait_for(lambda: finished(task_signals), what="task_finished")
+    assert finished(task_signals) == [TaskResultStatus.SUCCESSFUL]

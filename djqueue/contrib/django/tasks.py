@@ -27,7 +27,6 @@ import json
 import os
 import socket
 import threading
-import traceback
 from typing import Any
 
 from django.utils import timezone
@@ -177,15 +176,7 @@ class DjQueueBackend(BaseTaskBackend):
             task = lookup_task(spec["task"])
         except (ValueError, TypeError, UnknownJob):
             raise TaskResultDoesNotExist(result_id) from None
-        errors = []
-        if st.error_class:
-            # The worker keeps the error's class and message, not the traceback object.
-            errors.append(
-                TaskError(
-                    exception_class_path=st.error_class,
-                    traceback=f"{st.error_class}: {st.error_message or ''}",
-                )
-            )
+        errors = _errors(st)
         result = _result(
             task,
             st.jid,
@@ -203,6 +194,30 @@ class DjQueueBackend(BaseTaskBackend):
         if st.state == "completed":
             object.__setattr__(result, "_return_value", st.value)
         return result
+
+
+def _errors(st: lifecycle.JobStatus) -> list[TaskError]:
+    """One TaskError per failed attempt, oldest first, from the status's error history (the
+    last `djqueue.retry_policy.ERROR_HISTORY` attempts). A status written before the history
+    existed has only its last error's class and message."""
+    if st.errors:
+        return [
+            TaskError(
+                exception_class_path=_class_path(str(entry.get("class", ""))),
+                traceback=str(entry.get("traceback", "")),
+            )
+            for entry in st.errors
+        ]
+    if not st.error_class:
+        return []
+    traceback_text = f"{st.error_class}: {st.error_message or ''}"
+    return [TaskError(exception_class_path=_class_path(st.error_class), traceback=traceback_text)]
+
+
+def _class_path(name: str) -> str:
+    """djqueue (as Sidekiq's UI) names a built-in exception bare, ``ValueError``; Django's
+    ``TaskError.exception_class`` imports the path, so it gets ``builtins.ValueError``."""
+    return name if "." in name or not name else f"builtins.{name}"
 
 
 def _result(
@@ -300,21 +315,11 @@ def _ended(sender: Any, payload: dict[str, Any] | None, exception: Any, **kwargs
         )
     except (TypeError, UnknownJob):
         return  # not a task this process runs: the wrapper refused it, nothing was started
-    if isinstance(exception, BaseException):
-        result.errors.append(_error(exception))
+    result.errors.extend(_errors(lifecycle.status(result.id)))
     task_finished.send(backend_class, task_result=result)
 
 
 job_dead.connect(_ended, weak=False)
-
-
-def _error(exc: BaseException) -> TaskError:
-    """Django's record of one failed attempt: the class path and the formatted traceback."""
-    kind = type(exc)
-    return TaskError(
-        exception_class_path=f"{kind.__module__}.{kind.__qualname__}",
-        traceback="".join(traceback.format_exception(exc)),
-    )
 
 
 _worker_id = f"{socket.gethostname()}:{os.getpid()}"
