@@ -28,7 +28,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_enqueue_writes_a_sidekiq_job_and_the_worker_runs_the_task(r, task_signals):
     result = add_order.enqueue("book", mark=True)
-    assert result.status == TaskResultStatus.READY
+    assert result.status == TaskResultStatus.READY and result.enqueued_at is not None
     (payload,) = queued(r)
     assert payload["class"] == JOB_NAME
     assert payload["jid"] == result.id

@@ -4,13 +4,17 @@ aget_result, errors and worker ids, read from the task's djqueue status."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
+import sys
 
 import pytest
+from django.utils import timezone
 
 from djqueue.api import RetrySet
+from djqueue.contrib.django import tasks as tasks_module
 from djqueue.contrib.django.tasks import DjQueueBackend
-from tests.django.conftest import queued
+from tests.django.conftest import queued, seen
 from tests.django.testapp.tasks import broken, flaky, shout
 from tests.worker_support import wait_for
 
@@ -114,7 +118,7 @@ def test_each_failed_attempt_keeps_its_error_with_its_traceback(worker, r, task_
     """errors held only the last error, as "Class: message"; Django's contract is one
     TaskError per failed attempt with the formatted traceback."""
     result = flaky.enqueue(2)
-    worker(queues=BOTH_QUEUES)
+    w = worker(queues=BOTH_QUEUES)
     for attempt in (1, 2):
 
         def failed(attempt=attempt):
@@ -138,3 +142,29 @@ def test_each_failed_attempt_keeps_its_error_with_its_traceback(worker, r, task_
         assert error.traceback.endswith(f"ValueError: attempt {attempt} failed on purpose\n")
     wait_for(lambda: finished(task_signals), what="task_finished")
     assert finished(task_signals) == [TaskResultStatus.SUCCESSFUL]
+    # What the task saw of its workers at each attempt: one id per attempt, each the worker's.
+    assert [report["worker_ids"] for report in seen(r, "flaky")] == [
+        [w.identity] * attempt for attempt in (1, 2, 3)
+    ]
+
+
+def test_get_result_shows_the_task_as_enqueued_with_using(r):
+    when = timezone.now() + dt.timedelta(hours=1)
+    result = shout.using(queue_name="default", run_after=when).enqueue("x")
+    assert result.enqueued_at is not None
+    found = default_task_backend.get_result(result.id)
+    assert found.task.queue_name == "default"
+    assert abs(found.task.run_after - when) < dt.timedelta(milliseconds=1)
+    assert found.enqueued_at is not None
+
+
+def test_get_result_of_a_task_whose_module_this_process_never_imported(r):
+    """A web process reads the result of a task defined in a module it has not imported:
+    the module is imported when it belongs to an installed app."""
+    from tests.django.testapp import late_tasks
+
+    result = late_tasks.late.enqueue(4)
+    del tasks_module._tasks[late_tasks.late.module_path]
+    del sys.modules[late_tasks.__name__]
+    found = default_task_backend.get_result(result.id)
+    assert found.task.name == "late" and found.args == [4]

@@ -161,7 +161,11 @@ class DjQueueBackend(BaseTaskBackend):
             item["retention"] = retention
         if task.run_after is not None:
             item["at"] = task.run_after.timestamp()
-        get_client().push(item)
+            # Kept in the task's own argument too: "at" leaves the payload when it is due.
+            item["args"][0]["run_after"] = item["at"]
+        if get_client().push(item) is not None:
+            # The time of the push (or of enqueue, when the write waits for the commit).
+            object.__setattr__(result, "enqueued_at", timezone.now())
         return result
 
     def get_result(self, result_id: str) -> TaskResult:
@@ -173,7 +177,7 @@ class DjQueueBackend(BaseTaskBackend):
         try:
             payload = json.loads(st.payload_json or "")
             spec = _spec(payload)
-            task = lookup_task(spec["task"])
+            task = _as_enqueued(_known_task(spec["task"]), payload, spec, self)
         except (ValueError, TypeError, UnknownJob):
             raise TaskResultDoesNotExist(result_id) from None
         errors = _errors(st)
@@ -184,12 +188,15 @@ class DjQueueBackend(BaseTaskBackend):
             spec.get("args", []),
             spec.get("kwargs", {}),
             status=STATUSES.get(st.state, TaskResultStatus.READY),
-            enqueued_at=_when(st.enqueued_at),
+            # Django's enqueued_at is when enqueue() ran: the payload's created_at (djqueue's
+            # enqueued_at moves on each push to a queue: when a deferred task is due, a retry).
+            enqueued_at=_when(payload.get("created_at")) or _when(st.enqueued_at),
             started_at=_when(st.started_at),
             finished_at=_when(st.finished_at),
             last_attempted_at=_when(st.started_at),
             errors=errors,
-            worker_ids=list(st.workers),
+            worker_ids=[""] * max(0, min(st.attempts, MAX_ATTEMPTS) - len(st.workers))
+            + list(st.workers),
         )
         if st.state == "completed":
             object.__setattr__(result, "_return_value", st.value)
@@ -240,7 +247,10 @@ def _when(value: Any) -> dt.datetime | None:
     seconds = to_seconds(value)
     if seconds is None:
         return None
-    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+    try:
+        return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+    except (OverflowError, OSError, ValueError):  # a number from Redis out of any date's range
+        return None
 
 
 #: The most attempts a TaskResult reports (``retry_count`` comes from Redis: a hostile or
@@ -274,13 +284,59 @@ def _attempt(payload: dict[str, Any]) -> int:
     return max(1, min(count + 2, MAX_ATTEMPTS))
 
 
+def _known_task(path: str) -> Task:
+    """The task at ``path`` for reading a result: one this process defined, else the module
+    named by the path is imported when it belongs to an installed app (a web process that
+    never imported the module defining a task still reads its results). The worker does not
+    do this: it runs only tasks it defined itself (`lookup_task`)."""
+    try:
+        return lookup_task(path)
+    except UnknownJob:
+        from django.apps import apps
+        from django.utils.module_loading import import_string
+
+        module = path.rpartition(".")[0]
+        if not module or apps.get_containing_app_config(module) is None:
+            raise
+        try:
+            found = import_string(path)
+        except ImportError:
+            raise UnknownJob(f"no django task {path!r}: its module does not define it") from None
+        if not isinstance(found, Task):
+            raise UnknownJob(f"{path!r} is not a django task") from None
+        return found
+
+
+def _as_enqueued(task: Task, payload: dict[str, Any], spec: dict[str, Any], backend: Any) -> Task:
+    """The task as it was enqueued: ``.using(queue_name=..., run_after=...)`` made at enqueue
+    is in the payload (the queue) and the task's argument (``run_after``)."""
+    queue = payload.get("queue")
+    if task.queue_name != queue and queue in backend.queues:
+        task = task.using(queue_name=queue)
+    run_after = _when(spec.get("run_after"))
+    if run_after is not None and backend.supports_defer:
+        task = task.using(run_after=run_after)
+    return task
+
+
+def _worker_ids(payload: dict[str, Any], attempt: int) -> list[str]:
+    """The process of each attempt, this one last, from a tracked task's status (its
+    ``workers``, written when the worker took the job: the last 25). Attempts it does not
+    name (earlier than those, or an untracked task's) are ``""``, unknown, so that
+    ``attempts`` (and ``TaskContext.attempt``) still counts them."""
+    known: list[str] = []
+    if "retention" in payload:
+        known = list(lifecycle.status(str(payload["jid"])).workers)[-attempt:]
+    if not known:
+        known = [_worker_id]
+    return [""] * (attempt - len(known)) + known
+
+
 def _from_payload(payload: dict[str, Any], **fields: Any) -> tuple[TaskResult, type]:
     """The TaskResult a payload describes, and the backend class (the signals' sender)."""
     spec = _spec(payload)
-    task = lookup_task(spec["task"])
     backend = task_backends[spec.get("backend", "default")]
-    if task.queue_name != payload.get("queue") and payload.get("queue") in backend.queues:
-        task = task.using(queue_name=payload["queue"])
+    task = _as_enqueued(lookup_task(spec["task"]), payload, spec, backend)
     fields.setdefault("enqueued_at", _when(payload.get("enqueued_at")))
     args, kwargs = spec.get("args", []), spec.get("kwargs", {})
     result = _result(task, payload["jid"], backend.alias, args, kwargs, **fields)
@@ -337,7 +393,7 @@ def run_task(spec: dict[str, Any]) -> Any:
         status=TaskResultStatus.RUNNING,
         started_at=started,
         last_attempted_at=started,
-        worker_ids=[_worker_id] * attempt,
+        worker_ids=_worker_ids(payload, attempt),
     )
     task_started.send(backend_class, task_result=result)
     try:

@@ -37,6 +37,7 @@ def broken() -> None:
 @task(takes_context=True)
 def flaky(context, failures: int) -> int:  # type: ignore[no-untyped-def]
     """Fails its first ``failures`` attempts, then returns the attempt that succeeded."""
+    record("flaky", attempt=context.attempt, worker_ids=context.task_result.worker_ids)
     if context.attempt <= failures:
         raise ValueError(f"attempt {context.attempt} failed on purpose")
     return context.attempt
