@@ -124,3 +124,14 @@ def test_numbers_and_names_from_a_payload_are_checked_before_anything_is_built(r
         payload["args"] = bad
         with pytest.raises(TypeError, match="takes one argument"):
             executor.run(payload)
+
+
+def test_a_result_retention_that_makes_get_result_always_fail_is_named_by_a_check():
+    def ids(options):
+        return [m.id for m in DjQueueBackend("other", {"OPTIONS": options}).check()]
+
+    assert ids({}) == [] and ids({"RESULT_RETENTION": 60}) == []
+    assert ids({"RESULT_RETENTION": None}) == ["djqueue.W006"]
+    assert ids({"RESULT_RETENTION": 0}) == ["djqueue.W006"]
+    assert ids({"RESULT_RETENTION": "a day"}) == ["djqueue.E002"]
+    assert ids({"RESULT_RETENTION": -1}) == ["djqueue.E002"]

@@ -119,21 +119,51 @@ class DjQueueBackend(BaseTaskBackend):
 
     def check(self, **kwargs: Any) -> list[Any]:
         """Without the app, DJQUEUE is never read (the backend would push to the default
-        Redis) and no worker command exists: say so."""
+        Redis) and no worker command exists: say so. A ``RESULT_RETENTION`` of None (or 0)
+        tracks no task, so every ``get_result`` fails: say so too; a value that is not a
+        number of seconds is an error."""
         from django.apps import apps
         from django.core import checks
 
-        if apps.is_installed("djqueue.contrib.django"):
-            return []
-        return [
-            checks.Warning(
-                "the djqueue tasks backend is configured but the djqueue app is not installed: "
-                "DJQUEUE is not read, jobs go to the default Redis, and there is no runworker",
-                hint="Add 'djqueue' to INSTALLED_APPS.",
-                obj="settings.TASKS",
-                id="djqueue.W003",
+        found: list[Any] = []
+        if not apps.is_installed("djqueue.contrib.django"):
+            found.append(
+                checks.Warning(
+                    "the djqueue tasks backend is configured but the djqueue app is not "
+                    "installed: DJQUEUE is not read, jobs go to the default Redis, and there "
+                    "is no runworker",
+                    hint="Add 'djqueue' to INSTALLED_APPS.",
+                    obj="settings.TASKS",
+                    id="djqueue.W003",
+                )
             )
-        ]
+        retention = self.options.get("RESULT_RETENTION", RESULT_RETENTION)
+        where = f"TASKS[{self.alias!r}]['OPTIONS']['RESULT_RETENTION']"
+        if retention is not None and (
+            not isinstance(retention, int) or isinstance(retention, bool) or retention < 0
+        ):
+            found.append(
+                checks.Error(
+                    f"{where} is {retention!r}: it must be a number of seconds (an integer "
+                    f">= 0) or None",
+                    obj="settings.TASKS",
+                    id="djqueue.E002",
+                )
+            )
+        elif not retention:
+            found.append(
+                checks.Warning(
+                    f"{where} is {retention!r}: tasks are not tracked, so get_result, "
+                    f"aget_result and TaskResult.refresh() always raise TaskResultDoesNotExist "
+                    f"although the backend says supports_get_result",
+                    hint="Give RESULT_RETENTION a number of seconds (the default is a day), or "
+                    "silence this with SILENCED_SYSTEM_CHECKS = ['djqueue.W006'] if no code "
+                    "reads results.",
+                    obj="settings.TASKS",
+                    id="djqueue.W006",
+                )
+            )
+        return found
 
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
         self.validate_task(task)
