@@ -14,12 +14,14 @@ from djqueue.contrib.django.tasks import JOB_NAME, DjQueueBackend
 from djqueue.errors import UnknownJob
 from tests.django.conftest import queued, seen
 from tests.django.testapp.models import Order
-from tests.django.testapp.tasks import add_order, broken, shout, with_context
+from tests.django.testapp.tasks import add_order, broken, once, shout, with_context
 
 try:
+    from django.tasks import task
     from django.tasks.base import TaskResultStatus
     from django.tasks.exceptions import InvalidTask
 except ImportError:  # Django 5.2: the django-tasks backport
+    from django_tasks import task  # type: ignore[no-redef]
     from django_tasks.base import TaskResultStatus  # type: ignore[no-redef]
     from django_tasks.exceptions import InvalidTaskError as InvalidTask  # type: ignore[no-redef]
 
@@ -135,3 +137,23 @@ def test_a_result_retention_that_makes_get_result_always_fail_is_named_by_a_chec
     assert ids({"RESULT_RETENTION": 0}) == ["djqueue.W006"]
     assert ids({"RESULT_RETENTION": "a day"}) == ["djqueue.E002"]
     assert ids({"RESULT_RETENTION": -1}) == ["djqueue.E002"]
+
+
+def test_djqueue_job_options_given_to_task_are_written_into_each_push(r):
+    once.enqueue(1)
+    (payload,) = queued(r)
+    assert (payload["retry"], payload["retention"], payload["tags"]) == (0, 60, ["billing"])
+    assert once.using(queue_name="tasks").retry == 0  # using() keeps them
+    add_order.enqueue("plain")  # a task without options: the backend's
+    assert queued(r)[1]["retry"] is True and queued(r)[1]["retention"] == 24 * 3600
+
+
+def undecorated() -> None:
+    """A module-level function, as django.tasks requires, for the tests to decorate."""
+
+
+def test_a_bad_job_option_fails_where_the_task_is_defined():
+    with pytest.raises(ValueError, match="retry must be"):
+        task(retry=-1)(undecorated)
+    with pytest.raises(TypeError, match="colour"):
+        task(colour="red")(undecorated)

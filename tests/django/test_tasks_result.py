@@ -15,7 +15,7 @@ from djqueue.api import RetrySet
 from djqueue.contrib.django import tasks as tasks_module
 from djqueue.contrib.django.tasks import DjQueueBackend
 from tests.django.conftest import queued, seen
-from tests.django.testapp.tasks import broken, flaky, shout
+from tests.django.testapp.tasks import broken, flaky, once, shout
 from tests.worker_support import wait_for
 
 try:
@@ -168,3 +168,13 @@ def test_get_result_of_a_task_whose_module_this_process_never_imported(r):
     del sys.modules[late_tasks.__name__]
     found = default_task_backend.get_result(result.id)
     assert found.task.name == "late" and found.args == [4]
+
+
+def test_a_task_with_retry_0_dies_at_its_first_failure(worker, r, task_signals):
+    result = once.enqueue(1)
+    worker(queues=BOTH_QUEUES)
+    wait_for(lambda: finished(task_signals), what="task_finished")
+    assert finished(task_signals) == [TaskResultStatus.FAILED]
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED and len(result.errors) == 1
+    assert 0 < r.ttl(f"djqueue:status:{result.id}") <= 60  # its own retention

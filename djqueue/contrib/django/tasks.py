@@ -17,7 +17,9 @@ priority could not be honoured; use queues. ``supports_get_result``: every task 
 ``retention`` (``OPTIONS: {"RESULT_RETENTION": seconds}``, default a day; None turns it off), so
 djqueue tracks it (`djqueue.lifecycle`) and ``get_result`` / ``aget_result`` / ``refresh()`` read
 its status hash: one HGETALL. The queue's retry policy applies (``OPTIONS: {"RETRY": 5}``;
-default 25 tries).
+default 25 tries). A task's own djqueue job options (``@task(retry=0, retention=60)``, Django
+6.1) are taken by ``task_class``, `djqueue.contrib.django.task_options.DjQueueTask`, and win
+over the backend's.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from djqueue.executor import current_job
 from djqueue.job import job
 from djqueue.payload import new_jid, now, to_seconds
 from djqueue.signals import job_dead, job_enqueued
+
+from .task_options import DjQueueTask
 
 try:
     from django.tasks import task_backends
@@ -113,8 +117,12 @@ class DjQueueBackend(BaseTaskBackend):
     supports_get_result = True
     supports_priority = False
 
+    task_class = DjQueueTask
+
     def validate_task(self, task: Task) -> None:
         super().validate_task(task)
+        if isinstance(task, DjQueueTask):
+            task.job_options  # noqa: B018 - a bad option fails where the task is defined
         register_task(task)
 
     def check(self, **kwargs: Any) -> list[Any]:
@@ -189,6 +197,8 @@ class DjQueueBackend(BaseTaskBackend):
         retention = self.options.get("RESULT_RETENTION", RESULT_RETENTION)
         if retention:
             item["retention"] = retention
+        if isinstance(task, DjQueueTask):
+            item.update(task.job_options)  # the task's own options win over the backend's
         if task.run_after is not None:
             item["at"] = task.run_after.timestamp()
             # Kept in the task's own argument too: "at" leaves the payload when it is due.

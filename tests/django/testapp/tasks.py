@@ -41,3 +41,9 @@ def flaky(context, failures: int) -> int:  # type: ignore[no-untyped-def]
     if context.attempt <= failures:
         raise ValueError(f"attempt {context.attempt} failed on purpose")
     return context.attempt
+
+
+@task(retry=0, retention=60, tags=["billing"])
+def once(value: int) -> int:
+    """djqueue's job options given to @task: no retries, a minute's retention."""
+    raise RuntimeError(f"{value} failed on purpose, once")
