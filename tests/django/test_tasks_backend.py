@@ -32,7 +32,7 @@ def test_enqueue_writes_a_sidekiq_job_and_the_worker_runs_the_task(r, task_signa
     result = add_order.enqueue("book", mark=True)
     assert result.status == TaskResultStatus.READY and result.enqueued_at is not None
     (payload,) = queued(r)
-    assert payload["class"] == JOB_NAME
+    assert payload["class"] == JOB_NAME  # ASYNC_JOB_NAME for async def tasks
     assert payload["jid"] == result.id
     assert payload["wrapped"] == "tests.django.testapp.tasks.add_order"
     # What Sidekiq's Web UI and djqueue's pages show instead of the wrapper job's name.

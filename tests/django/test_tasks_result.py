@@ -15,7 +15,7 @@ from djqueue.api import RetrySet
 from djqueue.contrib.django import tasks as tasks_module
 from djqueue.contrib.django.tasks import DjQueueBackend
 from tests.django.conftest import queued, seen
-from tests.django.testapp.tasks import broken, flaky, once, shout
+from tests.django.testapp.tasks import broken, flaky, meet, once, shout
 from tests.worker_support import wait_for
 
 try:
@@ -178,3 +178,18 @@ def test_a_task_with_retry_0_dies_at_its_first_failure(worker, r, task_signals):
     result.refresh()
     assert result.status == TaskResultStatus.FAILED and len(result.errors) == 1
     assert 0 < r.ttl(f"djqueue:status:{result.id}") <= 60  # its own retention
+
+
+def test_async_tasks_run_together_on_the_workers_event_loop(worker, r):
+    """With one processor thread, ten async tasks that each wait for all ten to start can
+    only succeed if they are awaited on the event loop, not run one by one on the thread."""
+    results = [meet.enqueue(10) for _ in range(10)]
+    worker(queues=BOTH_QUEUES, concurrency=1)
+
+    def all_done():
+        for result in results:
+            result.refresh()
+        return all(result.status == TaskResultStatus.SUCCESSFUL for result in results)
+
+    wait_for(all_done, what="10 SUCCESSFUL", timeout=30)
+    assert [result.return_value for result in results] == [True] * 10

@@ -29,8 +29,10 @@ import json
 import os
 import socket
 import threading
+from inspect import iscoroutinefunction
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from djqueue import lifecycle
@@ -76,6 +78,10 @@ except ImportError:  # Django < 6.0
 
 
 JOB_NAME = "djqueue.contrib.django.run_task"
+#: The wrapper of ``async def`` tasks, run on the worker's event loop.
+ASYNC_JOB_NAME = "djqueue.contrib.django.run_async_task"
+#: Both wrappers' names.
+JOB_NAMES = (JOB_NAME, ASYNC_JOB_NAME)
 #: Seconds a finished task's status and return value are kept, unless OPTIONS say otherwise.
 RESULT_RETENTION = 24 * 3600
 
@@ -177,7 +183,7 @@ class DjQueueBackend(BaseTaskBackend):
         self.validate_task(task)
         result = _result(task, new_jid(), self.alias, list(args), dict(kwargs))
         item: dict[str, Any] = {
-            "class": JOB_NAME,
+            "class": ASYNC_JOB_NAME if iscoroutinefunction(task.func) else JOB_NAME,
             "args": [
                 {
                     "task": task.module_path,
@@ -385,7 +391,7 @@ def _from_payload(payload: dict[str, Any], **fields: Any) -> tuple[TaskResult, t
 
 def _sent_to_redis(sender: Any, payload: dict[str, Any], **kwargs: Any) -> None:
     """``task_enqueued`` goes out when the job is written, so after the commit when held."""
-    if sender != JOB_NAME:
+    if sender not in JOB_NAMES:
         return
     result, backend_class = _from_payload(payload)
     task_enqueued.send(backend_class, task_result=result)
@@ -399,7 +405,7 @@ def _ended(sender: Any, payload: dict[str, Any] | None, exception: Any, **kwargs
     dropped: ``retry: false``), as its status says FAILED from then on. An attempt that will be
     retried sends nothing final: the task stays READY, and Django's receivers would otherwise
     count every retry as a failure."""
-    if sender != JOB_NAME or payload is None:
+    if sender not in JOB_NAMES or payload is None:
         return
     try:
         result, backend_class = _from_payload(
@@ -421,9 +427,10 @@ job_dead.connect(_ended, weak=False)
 _worker_id = f"{socket.gethostname()}:{os.getpid()}"
 
 
-@job(name=JOB_NAME)
-def run_task(spec: dict[str, Any]) -> Any:
-    """Run one django task in the worker, sending ``task_started`` and ``task_finished``."""
+def _begin(spec: dict[str, Any]) -> tuple[TaskResult, type, tuple[Any, ...]]:
+    """An attempt's start, the same for sync and async tasks: the allow-list, the RUNNING
+    TaskResult, ``task_started``; returns the result, the signals' sender and the positional
+    arguments of the call (the context first when the task takes it)."""
     payload = current_job() or {"jid": new_jid(), "args": [spec], "enqueued_at": now()}
     lookup_task(_spec(payload)["task"])  # the allow-list first, before anything is built
     attempt = _attempt(payload)
@@ -436,20 +443,37 @@ def run_task(spec: dict[str, Any]) -> Any:
         worker_ids=_worker_ids(payload, attempt),
     )
     task_started.send(backend_class, task_result=result)
-    try:
-        if result.task.takes_context:
-            value = result.task.call(TaskContext(task_result=result), *result.args, **result.kwargs)
-        else:
-            value = result.task.call(*result.args, **result.kwargs)
-        value = normalize_json(value)
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        # Whether this attempt is the last is the worker's decision, after the job returns:
-        # ``task_finished(FAILED)`` goes out from `_ended` when the job is dead, not here.
-        raise
+    args = tuple(result.args)
+    if result.task.takes_context:
+        args = (TaskContext(task_result=result), *args)
+    return result, backend_class, args
+
+
+def _succeeded(result: TaskResult, backend_class: type, value: Any) -> Any:
+    """An attempt that returned: SUCCESSFUL, ``task_finished``. One that raised sends nothing
+    here: whether it was the last is the worker's decision, after the job returns
+    (``task_finished(FAILED)`` goes out from `_ended` when the task is dead)."""
+    value = normalize_json(value)
     object.__setattr__(result, "finished_at", timezone.now())
     object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
     object.__setattr__(result, "_return_value", value)
     task_finished.send(backend_class, task_result=result)
     return value
+
+
+@job(name=JOB_NAME)
+def run_task(spec: dict[str, Any]) -> Any:
+    """Run one django task on a processor thread (an ``async def`` one pushed before
+    `ASYNC_JOB_NAME` existed runs to completion there, through Django's ``async_to_sync``)."""
+    result, backend_class, args = _begin(spec)
+    return _succeeded(result, backend_class, result.task.call(*args, **result.kwargs))
+
+
+@job(name=ASYNC_JOB_NAME)
+async def run_async_task(spec: dict[str, Any]) -> Any:
+    """Run one ``async def`` django task on the worker's event loop, as djqueue's own async
+    jobs run: awaiting, it holds no thread. Its start and end (Redis reads, the signals, whose
+    receivers may use the ORM) run in Django's thread for sync code (``sync_to_async``)."""
+    result, backend_class, args = await sync_to_async(_begin)(spec)
+    value = await result.task.func(*args, **result.kwargs)
+    return await sync_to_async(_succeeded)(result, backend_class, value)
