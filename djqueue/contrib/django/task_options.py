@@ -12,26 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from djqueue.job_options import check_options
+from djqueue.job_options import PAYLOAD_OPTIONS, check_options
 
 try:
     from django.tasks.base import Task
 except ImportError:  # Django < 6.0: the django-tasks backport
     from django_tasks.base import Task
 
-#: The job options a task takes (``queue`` is Django's ``queue_name``).
-TASK_OPTIONS = (
-    "retry",
-    "retry_for",
-    "retry_queue",
-    "backtrace",
-    "dead",
-    "tags",
-    "retention",
-    "time_limit",
-    "unique_for",
-    "unique_until",
-)
+#: The job options a task takes: all of a job's but ``queue`` (Django's ``queue_name``).
+TASK_OPTIONS = tuple(name for name in PAYLOAD_OPTIONS if name != "queue")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,4 +46,6 @@ class DjQueueTask(Task):
         return check_options({name: value for name, value in given.items() if value is not None})
 
 
-assert {f.name for f in fields(DjQueueTask)} >= set(TASK_OPTIONS)
+# A job option added to PAYLOAD_OPTIONS needs its field here too.
+if missing := set(TASK_OPTIONS) - {f.name for f in fields(DjQueueTask)}:
+    raise RuntimeError(f"DjQueueTask has no field for the job options {sorted(missing)}")
