@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from djqueue import executor
 from djqueue.api import Queue
+from djqueue.contrib.django.task_priority import with_bands
 from djqueue.contrib.django.tasks import JOB_NAME, DjQueueBackend
 from djqueue.errors import UnknownJob
 from tests.django.conftest import queued, seen
@@ -98,9 +99,34 @@ def test_enqueue_inside_a_transaction_waits_for_commit(r, task_signals):
     assert [name for name, *_ in task_signals] == ["enqueued"]
 
 
-def test_priority_is_refused_honestly():
+def test_priority_sends_a_task_to_its_queues_band(r):
+    result = add_order.using(priority=100).enqueue("urgent")
+    add_order.using(priority=-5).enqueue("whenever")
+    add_order.enqueue("plain")
+    for queue, name in (
+        ("default:high", "urgent"),
+        ("default", "plain"),
+        ("default:low", "whenever"),
+    ):
+        assert [p["args"][0]["args"] for p in queued(r, queue)] == [[name]]
+    found = add_order.get_result(result.id)
+    assert (found.task.priority, found.task.queue_name) == (100, "default")
     with pytest.raises(InvalidTask):
-        add_order.using(priority=10)
+        add_order.using(priority=101)
+
+
+def test_runworker_listens_to_each_task_queues_bands_around_it():
+    queues = (("default", 0), ("tasks", 0), ("other", 0))
+    assert with_bands(queues, {"default", "tasks"}) == [
+        *("default:high", "default", "default:low"),
+        *("tasks:high", "tasks", "tasks:low", "other"),
+    ]
+    assert with_bands((("default", 3),), {"default"}) == [
+        *("default:high,3", "default,3", "default:low,3")
+    ]
+    assert with_bands((("default:high", 0), ("default", 0)), {"default"}) == [
+        *("default:high", "default", "default:low")
+    ]
 
 
 def test_a_payload_naming_an_unknown_task_does_not_run(r):

@@ -12,8 +12,9 @@ modules are found by discovery: the apps' ``tasks`` modules are imported at star
 backend is configured.
 
 Flags: ``supports_defer`` (``run_after`` becomes a scheduled job), ``supports_async_task``.
-``supports_priority`` is False: a Sidekiq queue is a FIFO list with no order inside it, so a
-priority could not be honoured; use queues. ``supports_get_result``: every task is pushed with a
+``supports_priority``: a task with a priority goes to a band of its queue
+(`djqueue.contrib.django.task_priority`), fetched before (above 0) or after (below 0) it.
+``supports_get_result``: every task is pushed with a
 ``retention`` (``OPTIONS: {"RESULT_RETENTION": seconds}``, default a day; None turns it off), so
 djqueue tracks it (`djqueue.lifecycle`) and ``get_result`` / ``aget_result`` / ``refresh()`` read
 its status hash: one HGETALL. The queue's retry policy applies (``OPTIONS: {"RETRY": 5}``;
@@ -38,6 +39,7 @@ from djqueue.errors import UnknownJob
 from djqueue.payload import new_jid, to_seconds
 from djqueue.signals import job_dead, job_enqueued
 
+from . import task_priority
 from .task_options import DjQueueTask
 
 try:
@@ -126,7 +128,7 @@ class DjQueueBackend(BaseTaskBackend):
     supports_defer = True
     supports_async_task = True
     supports_get_result = True
-    supports_priority = False
+    supports_priority = True
 
     task_class = DjQueueTask
 
@@ -197,7 +199,7 @@ class DjQueueBackend(BaseTaskBackend):
                     "backend": self.alias,
                 }
             ],
-            "queue": task.queue_name,
+            "queue": task_priority.band(task.queue_name, task.priority),
             "jid": result.id,
             # "wrapped" names the task as ActiveJob's wrapper does; "display_class" is what
             # Sidekiq's Web UI (and djqueue's pages) show as the job's name for any class.
@@ -210,6 +212,8 @@ class DjQueueBackend(BaseTaskBackend):
             item["retention"] = retention
         if isinstance(task, DjQueueTask):
             item.update(task.job_options)  # the task's own options win over the backend's
+        if task.priority:
+            item["args"][0]["priority"] = task.priority
         if task.run_after is not None:
             item["at"] = task.run_after.timestamp()
             # Kept in the task's own argument too: "at" leaves the payload when it is due.
@@ -353,9 +357,12 @@ def _known_task(path: str) -> Task:
 def _as_enqueued(task: Task, payload: dict[str, Any], spec: dict[str, Any], backend: Any) -> Task:
     """The task as it was enqueued: ``.using(queue_name=..., run_after=...)`` made at enqueue
     is in the payload (the queue) and the task's argument (``run_after``)."""
-    queue = payload.get("queue")
+    queue = task_priority.base(str(payload.get("queue")))
     if task.queue_name != queue and queue in backend.queues:
         task = task.using(queue_name=queue)
+    priority = spec.get("priority")
+    if isinstance(priority, int) and not isinstance(priority, bool) and -100 <= priority <= 100:
+        task = task.using(priority=priority)
     run_after = _when(spec.get("run_after"))
     if run_after is not None and backend.supports_defer:
         task = task.using(run_after=run_after)
