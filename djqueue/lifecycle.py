@@ -59,6 +59,17 @@ def _float(value: str | None) -> float | None:
         return None
 
 
+def _history(value: str | None) -> tuple[dict[str, Any], ...]:
+    """The ``errors`` field's entries; anything that is not a list of objects reads as none."""
+    try:
+        found = json.loads(value) if value else []
+    except ValueError:
+        return ()
+    if not isinstance(found, list):
+        return ()
+    return tuple(entry for entry in found if isinstance(entry, dict))
+
+
 @dataclass(frozen=True)
 class JobStatus:
     """A tracked job's lifecycle as last written by the transition that moved it."""
@@ -88,6 +99,9 @@ class JobStatus:
     result_json: str | None = None
     #: The job's JSON as it was pushed (its arguments), kept with the status.
     payload_json: str | None = None
+    #: The failed attempts, oldest first (the last `djqueue.retry_policy.ERROR_HISTORY`):
+    #: dicts of class, message, traceback (as Python prints it) and at (epoch seconds).
+    errors: tuple[dict[str, Any], ...] = ()
     #: What is wrong with the status hash (a field that is not a number), one line each.
     problems: tuple[str, ...] = ()
 
@@ -133,6 +147,7 @@ class JobStatus:
             retention=int(retention) if retention is not None else None,
             result_json=fields.get("result") if "result" in fields else None,
             payload_json=fields.get("payload") or None,
+            errors=_history(fields.get("errors")),
         )
 
 

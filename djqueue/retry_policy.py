@@ -146,6 +146,30 @@ def error_message(exc: BaseException) -> str:
     return text[:MAX_ERROR_MESSAGE]
 
 
+#: Failed attempts a tracked job's status keeps in its error history (the latest ones).
+ERROR_HISTORY = 10
+#: Most characters of one attempt's formatted traceback in that history; the end is kept, as
+#: it holds the failing frame and the message.
+MAX_TRACEBACK_CHARS = 8_000
+
+
+def history_entry(exc: BaseException, at: float) -> dict[str, Any]:
+    """One failed attempt as a tracked job's status keeps it: the class, the message and the
+    traceback as Python prints it (what Django's ``TaskError.traceback`` holds)."""
+    try:
+        text = "".join(traceback.format_exception(exc))
+    except Exception:  # noqa: BLE001 - a broken __str__ must not break the settle
+        text = f"{error_class(exc)}: {error_message(exc)}"
+    if len(text) > MAX_TRACEBACK_CHARS:
+        text = "[earlier lines not kept]\n" + text[-MAX_TRACEBACK_CHARS:]
+    return {
+        "class": error_class(exc),
+        "message": error_message(exc),
+        "traceback": text,
+        "at": at,
+    }
+
+
 def record_failure(payload: Payload, exc: BaseException, queue: str, at: float) -> int:
     """Write the failure fields into ``payload`` and return its retry count.
 

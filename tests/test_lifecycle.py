@@ -13,7 +13,8 @@ import pytest
 import djqueue
 from djqueue import lifecycle
 from djqueue.api import DeadSet
-from djqueue.store import Keys
+from djqueue.retry_policy import ERROR_HISTORY
+from djqueue.store import Keys, StatusStore
 
 from . import jobs_for_worker as jobs
 from .worker_support import wait_for
@@ -59,6 +60,10 @@ def test_failing_then_retry_then_dead(worker, r):
     wait_for(lambda: state(jid) == "dead", what="dead")
     st = djqueue.status(jid)
     assert st.attempts == 2 and st.finished_at and st.error_class == "KeyError"
+    # Each failed attempt, with the traceback as Python prints it.
+    assert [e["class"] for e in st.errors] == ["KeyError", "KeyError"]
+    assert all(e["traceback"].startswith("Traceback (most recent") for e in st.errors)
+    assert all(e["traceback"].endswith("KeyError: 'missing'\n") for e in st.errors)
     assert [json.loads(m)["jid"] for m in r.zrange("dead", 0, -1)] == [jid]
     with pytest.raises(djqueue.JobFailed) as failed:
         djqueue.result(jid, timeout=1)
@@ -307,3 +312,17 @@ def test_a_bad_status_key_is_named_by_status(r):
     assert found.problems == (
         f'{Keys().status(odd)} has attempts "many", not an integer: delete or fix the key',
     )
+
+
+def test_the_error_history_keeps_the_last_attempts_of_tracked_jobs_only(r):
+    store = StatusStore(r, Keys())
+    r.hset(Keys().status("a" * 24), "state", "active")
+    for n in range(ERROR_HISTORY + 2):
+        assert store.note_error("a" * 24, {"class": "E", "traceback": f"t{n}"}, ERROR_HISTORY)
+    found = djqueue.status("a" * 24).errors
+    assert [e["traceback"] for e in found] == [f"t{n}" for n in range(2, ERROR_HISTORY + 2)]
+    assert not store.note_error("b" * 24, {"class": "E"}, ERROR_HISTORY)  # untracked
+    assert not r.exists(Keys().status("b" * 24))
+    r.hset(Keys().status("a" * 24), "errors", "not json")  # written by hand: starts afresh
+    assert store.note_error("a" * 24, {"class": "F"}, ERROR_HISTORY)
+    assert [e["class"] for e in djqueue.status("a" * 24).errors] == ["F"]

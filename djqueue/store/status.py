@@ -11,6 +11,7 @@ return value), and cancels a job where it waits or flags it while it runs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from . import bad_keys
 from .jobs import Member
 from .keys import Keys
 from .replies import text
-from .scripts import CANCEL, FINISH
+from .scripts import CANCEL, ERROR_HISTORY, FINISH
 
 #: The states a job ends in (``status_finished`` in lua/status.lua): it leaves them only when
 #: it is sent to run again.
@@ -109,6 +110,13 @@ class StatusStore:
         found = FINISH(self.redis, [working], args)
         bad_keys.report(bad_keys.pairs(found[1] if len(found) > 1 else None))
         return bool(found[0])
+
+    def note_error(self, jid: str, entry: dict[str, Any], keep: int) -> bool:
+        """Add a failed attempt to a tracked job's error history (the ``errors`` field, the last
+        ``keep`` attempts); False when the job is not tracked. Written before the move that
+        settles the attempt, so a status that says retry or dead already lists it."""
+        found = ERROR_HISTORY(self.redis, [self.keys.status(jid)], [json.dumps(entry), keep])
+        return bool(found)
 
     def remove(self, source: str, kind: str, member: Member) -> bool:
         """Take a waiting job out of a queue (``kind="list"``) or the schedule or retry set

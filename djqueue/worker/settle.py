@@ -105,6 +105,8 @@ class Settle:
         payload = loads(unit.raw)
         name = payload["class"]
         definition = registry.get(name)
+        if "retention" in payload:
+            self._note_error(payload, exc)
         decision = decide(payload, definition, self.settings, exc, unit.queue)
         if decision.outcome == "retry":
             self._retry(unit, payload, exc, decision.at)
@@ -200,6 +202,17 @@ class Settle:
                 signals.job_retry_scheduled.send(
                     payload["class"], payload=payload, exception=exc, retry_at=at
                 )
+
+    def _note_error(self, payload: dict[str, Any], exc: BaseException) -> None:
+        """A tracked job's attempt into its error history, before its move. The history only
+        informs: a Redis error here is logged and the job is settled all the same."""
+        entry = retry_policy.history_entry(exc, time.time())
+        try:
+            self.status.note_error(str(payload.get("jid")), entry, retry_policy.ERROR_HISTORY)
+        except Exception:  # noqa: BLE001 - the move below is what must get through
+            logger.exception(
+                "could not keep the error of %s %s", payload["class"], payload.get("jid")
+            )
 
     def _exhausted(self, payload: dict[str, Any], definition: Any, exc: BaseException) -> None:
         """The job's ``retries_exhausted`` hook, when its retries are used up."""

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 #: The superuser the browser tests log in as.
 USERNAME, PASSWORD = "grace", "a browser-test password"
 
+try:
+    from django.tasks import signals
+except ImportError:  # Django 5.2: the django-tasks backport
+    from django_tasks import signals  # type: ignore[no-redef]
+
 
 @pytest.fixture(autouse=True)
 def djqueue_from_settings(redis_url: str) -> Iterator[str]:
@@ -58,3 +63,22 @@ def seen(r: redis.Redis, kind: str | None = None) -> list[dict[str, Any]]:
 def queued(r: redis.Redis, queue: str = "default") -> list[dict[str, Any]]:
     """The jobs waiting in a queue, oldest first."""
     return [json.loads(x) for x in reversed(r.lrange(f"queue:{queue}", 0, -1))]
+
+
+@pytest.fixture
+def task_signals() -> Iterator[list[tuple[str, object, object]]]:
+    """Every django.tasks signal sent during the test, as (name, sender, status)."""
+    got: list[tuple[str, object, object]] = []
+
+    def receiver(name: str) -> Any:
+        def receive(sender: object, task_result: Any, **kwargs: Any) -> None:
+            got.append((name, sender, task_result.status))
+
+        return receive
+
+    receivers = {name: receiver(name) for name in ("enqueued", "started", "finished")}
+    for name, func in receivers.items():
+        getattr(signals, f"task_{name}").connect(func)
+    yield got
+    for name, func in receivers.items():
+        getattr(signals, f"task_{name}").disconnect(func)

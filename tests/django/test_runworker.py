@@ -302,3 +302,18 @@ def test_runworker_burst_runs_the_queued_jobs_then_exits_0(r, redis_url, tmp_pat
     order.refresh_from_db()
     assert order.seen_by_job
     assert r.llen("queue:default") == 0 and r.llen("queue:tasks") == 0
+
+
+@pytest.mark.slow
+def test_a_priority_task_pushed_after_fifty_runs_before_them(r, runworker, tmp_path):
+    """runworker listens to each task queue's bands around it: strict order fetches
+    default:high before default, even with one thread."""
+    for n in range(50):
+        add_order.enqueue(f"plain {n}")
+    add_order.using(priority=100).enqueue("urgent")
+    log = tmp_path / "worker.log"
+    process = runworker.start(log, "-c", "1")
+    reports = reports_of(r, "task", count=51, log=log)
+    runworker.stop(process, log)
+    assert reports[0]["name"] == "urgent"
+    assert [x["name"] for x in reports[1:]] == [f"plain {n}" for n in range(50)]

@@ -81,11 +81,20 @@ def configure() -> ConfigurationError | None:
     return None
 
 
-def uses_task_backend() -> bool:
+def task_queues() -> dict[str, str]:
+    """The queues djqueue ``TASKS`` backends send to, each with the alias that does
+    (``["default"]`` for a backend without ``QUEUES``, as Django's default)."""
     tasks: Any = getattr(django_settings, "TASKS", {}) or {}
-    return any(
-        isinstance(spec, dict) and spec.get("BACKEND") == BACKEND_PATH for spec in tasks.values()
-    )
+    found: dict[str, str] = {}
+    for alias, spec in tasks.items():
+        if isinstance(spec, dict) and spec.get("BACKEND") == BACKEND_PATH:
+            for queue in spec.get("QUEUES") or ["default"]:
+                found.setdefault(queue, alias)
+    return found
+
+
+def uses_task_backend() -> bool:
+    return bool(task_queues())
 
 
 class _RefuseBadSettings:

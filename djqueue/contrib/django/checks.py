@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings as django_settings
 from django.core import checks
 
 from djqueue.config import Settings
@@ -37,18 +36,15 @@ def used_queues() -> dict[str, str]:
     ``django.tasks`` queues of djqueue backends, and the default queue."""
     from djqueue import get_settings, registry
 
-    from .apps import BACKEND_PATH
+    from .apps import task_queues
 
     used = {get_settings().default_queue: "the default queue"}
     for name in registry.names():
         queue = getattr(registry.get(name), "job_options", {}).get("queue")
         if isinstance(queue, str):
             used.setdefault(queue, f"job {name}")
-    tasks: Any = getattr(django_settings, "TASKS", {}) or {}
-    for alias, spec in tasks.items():
-        if isinstance(spec, dict) and spec.get("BACKEND") == BACKEND_PATH:
-            for queue in spec.get("QUEUES") or ["default"]:
-                used.setdefault(queue, f"TASKS[{alias!r}]")
+    for queue, alias in task_queues().items():
+        used.setdefault(queue, f"TASKS[{alias!r}]")
     return used
 
 

@@ -12,22 +12,23 @@ modules are found by discovery: the apps' ``tasks`` modules are imported at star
 backend is configured.
 
 Flags: ``supports_defer`` (``run_after`` becomes a scheduled job), ``supports_async_task``.
-``supports_priority`` is False: a Sidekiq queue is a FIFO list with no order inside it, so a
-priority could not be honoured; use queues. ``supports_get_result``: every task is pushed with a
+``supports_priority``: a task with a priority goes to a band of its queue
+(`djqueue.contrib.django.task_priority`), fetched before (above 0) or after (below 0) it.
+``supports_get_result``: every task is pushed with a
 ``retention`` (``OPTIONS: {"RESULT_RETENTION": seconds}``, default a day; None turns it off), so
 djqueue tracks it (`djqueue.lifecycle`) and ``get_result`` / ``aget_result`` / ``refresh()`` read
 its status hash: one HGETALL. The queue's retry policy applies (``OPTIONS: {"RETRY": 5}``;
-default 25 tries).
+default 25 tries). A task's own djqueue job options (``@task(retry=0, retention=60)``, Django
+6.1) are taken by ``task_class``, `djqueue.contrib.django.task_options.DjQueueTask`, and win
+over the backend's.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import socket
 import threading
-import traceback
+from inspect import iscoroutinefunction
 from typing import Any
 
 from django.utils import timezone
@@ -35,23 +36,34 @@ from django.utils import timezone
 from djqueue import lifecycle
 from djqueue.client import get_client
 from djqueue.errors import UnknownJob
-from djqueue.executor import current_job
-from djqueue.job import job
-from djqueue.payload import new_jid, now, to_seconds
-from djqueue.signals import job_enqueued
+from djqueue.payload import new_jid, to_seconds
+from djqueue.signals import job_dead, job_enqueued
+
+from . import task_priority
+from .task_options import DjQueueTask
 
 try:
     from django.tasks import task_backends
     from django.tasks.backends.base import BaseTaskBackend
-    from django.tasks.base import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
+    from django.tasks.base import (
+        Task,
+        TaskContext,  # noqa: F401 - for task_runner
+        TaskError,
+        TaskResult,
+        TaskResultStatus,
+    )
     from django.tasks.exceptions import TaskResultDoesNotExist
-    from django.tasks.signals import task_enqueued, task_finished, task_started
+    from django.tasks.signals import (
+        task_enqueued,
+        task_finished,
+        task_started,  # noqa: F401 - for task_runner
+    )
 except ImportError:  # Django < 6.0: the django-tasks backport
     from django_tasks import task_backends
     from django_tasks.backends.base import BaseTaskBackend
     from django_tasks.base import (
         Task,
-        TaskContext,
+        TaskContext,  # noqa: F401 - for task_runner
         TaskError,
         TaskResult,
         TaskResultStatus,
@@ -60,7 +72,7 @@ except ImportError:  # Django < 6.0: the django-tasks backport
     from django_tasks.signals import (
         task_enqueued,
         task_finished,
-        task_started,
+        task_started,  # noqa: F401 - for task_runner
     )
 try:
     from django.utils.json import normalize_json
@@ -73,6 +85,10 @@ except ImportError:  # Django < 6.0
 
 
 JOB_NAME = "djqueue.contrib.django.run_task"
+#: The wrapper of ``async def`` tasks, run on the worker's event loop.
+ASYNC_JOB_NAME = "djqueue.contrib.django.run_async_task"
+#: Both wrappers' names.
+JOB_NAMES = (JOB_NAME, ASYNC_JOB_NAME)
 #: Seconds a finished task's status and return value are kept, unless OPTIONS say otherwise.
 RESULT_RETENTION = 24 * 3600
 
@@ -113,35 +129,69 @@ class DjQueueBackend(BaseTaskBackend):
     supports_defer = True
     supports_async_task = True
     supports_get_result = True
-    supports_priority = False
+    supports_priority = True
+
+    task_class = DjQueueTask
 
     def validate_task(self, task: Task) -> None:
         super().validate_task(task)
+        if isinstance(task, DjQueueTask):
+            task.job_options  # noqa: B018 - a bad option fails where the task is defined
         register_task(task)
 
     def check(self, **kwargs: Any) -> list[Any]:
         """Without the app, DJQUEUE is never read (the backend would push to the default
-        Redis) and no worker command exists: say so."""
+        Redis) and no worker command exists: say so. A ``RESULT_RETENTION`` of None (or 0)
+        tracks no task, so every ``get_result`` fails: say so too; a value that is not a
+        number of seconds is an error."""
         from django.apps import apps
         from django.core import checks
 
-        if apps.is_installed("djqueue.contrib.django"):
-            return []
-        return [
-            checks.Warning(
-                "the djqueue tasks backend is configured but the djqueue app is not installed: "
-                "DJQUEUE is not read, jobs go to the default Redis, and there is no runworker",
-                hint="Add 'djqueue' to INSTALLED_APPS.",
-                obj="settings.TASKS",
-                id="djqueue.W003",
+        found: list[Any] = []
+        if not apps.is_installed("djqueue.contrib.django"):
+            found.append(
+                checks.Warning(
+                    "the djqueue tasks backend is configured but the djqueue app is not "
+                    "installed: DJQUEUE is not read, jobs go to the default Redis, and there "
+                    "is no runworker",
+                    hint="Add 'djqueue' to INSTALLED_APPS.",
+                    obj="settings.TASKS",
+                    id="djqueue.W003",
+                )
             )
-        ]
+        retention = self.options.get("RESULT_RETENTION", RESULT_RETENTION)
+        where = f"TASKS[{self.alias!r}]['OPTIONS']['RESULT_RETENTION']"
+        if retention is not None and (
+            not isinstance(retention, int) or isinstance(retention, bool) or retention < 0
+        ):
+            found.append(
+                checks.Error(
+                    f"{where} is {retention!r}: it must be a number of seconds (an integer "
+                    f">= 0) or None",
+                    obj="settings.TASKS",
+                    id="djqueue.E002",
+                )
+            )
+        elif not retention:
+            found.append(
+                checks.Warning(
+                    f"{where} is {retention!r}: tasks are not tracked, so get_result, "
+                    f"aget_result and TaskResult.refresh() always raise TaskResultDoesNotExist "
+                    f"although the backend says supports_get_result",
+                    hint="Give RESULT_RETENTION a number of seconds (the default is a day), or "
+                    "silence this with SILENCED_SYSTEM_CHECKS = ['djqueue.W006'] if no code "
+                    "reads results.",
+                    obj="settings.TASKS",
+                    id="djqueue.W006",
+                )
+            )
+        return found
 
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
         self.validate_task(task)
         result = _result(task, new_jid(), self.alias, list(args), dict(kwargs))
         item: dict[str, Any] = {
-            "class": JOB_NAME,
+            "class": ASYNC_JOB_NAME if iscoroutinefunction(task.func) else JOB_NAME,
             "args": [
                 {
                     "task": task.module_path,
@@ -150,7 +200,7 @@ class DjQueueBackend(BaseTaskBackend):
                     "backend": self.alias,
                 }
             ],
-            "queue": task.queue_name,
+            "queue": task_priority.band(task.queue_name, task.priority),
             "jid": result.id,
             # "wrapped" names the task as ActiveJob's wrapper does; "display_class" is what
             # Sidekiq's Web UI (and djqueue's pages) show as the job's name for any class.
@@ -161,9 +211,17 @@ class DjQueueBackend(BaseTaskBackend):
         retention = self.options.get("RESULT_RETENTION", RESULT_RETENTION)
         if retention:
             item["retention"] = retention
+        if isinstance(task, DjQueueTask):
+            item.update(task.job_options)  # the task's own options win over the backend's
+        if task.priority:
+            item["args"][0]["priority"] = task.priority
         if task.run_after is not None:
             item["at"] = task.run_after.timestamp()
-        get_client().push(item)
+            # Kept in the task's own argument too: "at" leaves the payload when it is due.
+            item["args"][0]["run_after"] = item["at"]
+        if get_client().push(item) is not None:
+            # The time of the push (or of enqueue, when the write waits for the commit).
+            object.__setattr__(result, "enqueued_at", timezone.now())
         return result
 
     def get_result(self, result_id: str) -> TaskResult:
@@ -175,18 +233,10 @@ class DjQueueBackend(BaseTaskBackend):
         try:
             payload = json.loads(st.payload_json or "")
             spec = _spec(payload)
-            task = lookup_task(spec["task"])
+            task = _as_enqueued(_known_task(spec["task"]), payload, spec, self)
         except (ValueError, TypeError, UnknownJob):
             raise TaskResultDoesNotExist(result_id) from None
-        errors = []
-        if st.error_class:
-            # The worker keeps the error's class and message, not the traceback object.
-            errors.append(
-                TaskError(
-                    exception_class_path=st.error_class,
-                    traceback=f"{st.error_class}: {st.error_message or ''}",
-                )
-            )
+        errors = _errors(st)
         result = _result(
             task,
             st.jid,
@@ -194,16 +244,43 @@ class DjQueueBackend(BaseTaskBackend):
             spec.get("args", []),
             spec.get("kwargs", {}),
             status=STATUSES.get(st.state, TaskResultStatus.READY),
-            enqueued_at=_when(st.enqueued_at),
+            # Django's enqueued_at is when enqueue() ran: the payload's created_at (djqueue's
+            # enqueued_at moves on each push to a queue: when a deferred task is due, a retry).
+            enqueued_at=_when(payload.get("created_at")) or _when(st.enqueued_at),
             started_at=_when(st.started_at),
             finished_at=_when(st.finished_at),
             last_attempted_at=_when(st.started_at),
             errors=errors,
-            worker_ids=list(st.workers),
+            worker_ids=[""] * max(0, min(st.attempts, MAX_ATTEMPTS) - len(st.workers))
+            + list(st.workers),
         )
         if st.state == "completed":
             object.__setattr__(result, "_return_value", st.value)
         return result
+
+
+def _errors(st: lifecycle.JobStatus) -> list[TaskError]:
+    """One TaskError per failed attempt, oldest first, from the status's error history (the
+    last `djqueue.retry_policy.ERROR_HISTORY` attempts). A status written before the history
+    existed has only its last error's class and message."""
+    if st.errors:
+        return [
+            TaskError(
+                exception_class_path=_class_path(str(entry.get("class", ""))),
+                traceback=str(entry.get("traceback", "")),
+            )
+            for entry in st.errors
+        ]
+    if not st.error_class:
+        return []
+    traceback_text = f"{st.error_class}: {st.error_message or ''}"
+    return [TaskError(exception_class_path=_class_path(st.error_class), traceback=traceback_text)]
+
+
+def _class_path(name: str) -> str:
+    """djqueue (as Sidekiq's UI) names a built-in exception bare, ``ValueError``; Django's
+    ``TaskError.exception_class`` imports the path, so it gets ``builtins.ValueError``."""
+    return name if "." in name or not name else f"builtins.{name}"
 
 
 def _result(
@@ -226,7 +303,10 @@ def _when(value: Any) -> dt.datetime | None:
     seconds = to_seconds(value)
     if seconds is None:
         return None
-    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+    try:
+        return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+    except (OverflowError, OSError, ValueError):  # a number from Redis out of any date's range
+        return None
 
 
 #: The most attempts a TaskResult reports (``retry_count`` comes from Redis: a hostile or
@@ -252,21 +332,49 @@ def _spec(payload: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def _attempt(payload: dict[str, Any]) -> int:
-    """1 on the first run, 2 after one failure, ...: ``retry_count + 2``, bounded."""
-    count = payload.get("retry_count")
-    if not isinstance(count, int) or isinstance(count, bool):
-        return 1
-    return max(1, min(count + 2, MAX_ATTEMPTS))
+def _known_task(path: str) -> Task:
+    """The task at ``path`` for reading a result: one this process defined, else the module
+    named by the path is imported when it belongs to an installed app (a web process that
+    never imported the module defining a task still reads its results). The worker does not
+    do this: it runs only tasks it defined itself (`lookup_task`)."""
+    try:
+        return lookup_task(path)
+    except UnknownJob:
+        from django.apps import apps
+        from django.utils.module_loading import import_string
+
+        module = path.rpartition(".")[0]
+        if not module or apps.get_containing_app_config(module) is None:
+            raise
+        try:
+            found = import_string(path)
+        except ImportError:
+            raise UnknownJob(f"no django task {path!r}: its module does not define it") from None
+        if not isinstance(found, Task):
+            raise UnknownJob(f"{path!r} is not a django task") from None
+        return found
+
+
+def _as_enqueued(task: Task, payload: dict[str, Any], spec: dict[str, Any], backend: Any) -> Task:
+    """The task as it was enqueued: ``.using(queue_name=..., run_after=...)`` made at enqueue
+    is in the payload (the queue) and the task's argument (``run_after``)."""
+    queue = task_priority.base(str(payload.get("queue")))
+    if task.queue_name != queue and queue in backend.queues:
+        task = task.using(queue_name=queue)
+    priority = spec.get("priority")
+    if isinstance(priority, int) and not isinstance(priority, bool) and -100 <= priority <= 100:
+        task = task.using(priority=priority)
+    run_after = _when(spec.get("run_after"))
+    if run_after is not None and backend.supports_defer:
+        task = task.using(run_after=run_after)
+    return task
 
 
 def _from_payload(payload: dict[str, Any], **fields: Any) -> tuple[TaskResult, type]:
     """The TaskResult a payload describes, and the backend class (the signals' sender)."""
     spec = _spec(payload)
-    task = lookup_task(spec["task"])
     backend = task_backends[spec.get("backend", "default")]
-    if task.queue_name != payload.get("queue") and payload.get("queue") in backend.queues:
-        task = task.using(queue_name=payload["queue"])
+    task = _as_enqueued(lookup_task(spec["task"]), payload, spec, backend)
     fields.setdefault("enqueued_at", _when(payload.get("enqueued_at")))
     args, kwargs = spec.get("args", []), spec.get("kwargs", {})
     result = _result(task, payload["jid"], backend.alias, args, kwargs, **fields)
@@ -275,7 +383,7 @@ def _from_payload(payload: dict[str, Any], **fields: Any) -> tuple[TaskResult, t
 
 def _sent_to_redis(sender: Any, payload: dict[str, Any], **kwargs: Any) -> None:
     """``task_enqueued`` goes out when the job is written, so after the commit when held."""
-    if sender != JOB_NAME:
+    if sender not in JOB_NAMES:
         return
     result, backend_class = _from_payload(payload)
     task_enqueued.send(backend_class, task_result=result)
@@ -283,46 +391,30 @@ def _sent_to_redis(sender: Any, payload: dict[str, Any], **kwargs: Any) -> None:
 
 job_enqueued.connect(_sent_to_redis, weak=False)
 
-_worker_id = f"{socket.gethostname()}:{os.getpid()}"
 
-
-@job(name=JOB_NAME)
-def run_task(spec: dict[str, Any]) -> Any:
-    """Run one django task in the worker, sending ``task_started`` and ``task_finished``."""
-    payload = current_job() or {"jid": new_jid(), "args": [spec], "enqueued_at": now()}
-    lookup_task(_spec(payload)["task"])  # the allow-list first, before anything is built
-    attempt = _attempt(payload)
-    started = timezone.now()
-    result, backend_class = _from_payload(
-        payload,
-        status=TaskResultStatus.RUNNING,
-        started_at=started,
-        last_attempted_at=started,
-        worker_ids=[_worker_id] * attempt,
-    )
-    task_started.send(backend_class, task_result=result)
+def _ended(sender: Any, payload: dict[str, Any] | None, exception: Any, **kwargs: Any) -> None:
+    """``task_finished(FAILED)`` once a task has failed for good (buried in the dead set, or
+    dropped: ``retry: false``), as its status says FAILED from then on. An attempt that will be
+    retried sends nothing final: the task stays READY, and Django's receivers would otherwise
+    count every retry as a failure."""
+    if sender not in JOB_NAMES or payload is None:
+        return
     try:
-        if result.task.takes_context:
-            value = result.task.call(TaskContext(task_result=result), *result.args, **result.kwargs)
-        else:
-            value = result.task.call(*result.args, **result.kwargs)
-        value = normalize_json(value)
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        object.__setattr__(result, "finished_at", timezone.now())
-        object.__setattr__(result, "status", TaskResultStatus.FAILED)
-        kind = type(exc)
-        result.errors.append(
-            TaskError(
-                exception_class_path=f"{kind.__module__}.{kind.__qualname__}",
-                traceback="".join(traceback.format_exception(exc)),
-            )
+        result, backend_class = _from_payload(
+            payload,
+            status=TaskResultStatus.FAILED,
+            started_at=_when(payload.get("retried_at") or payload.get("failed_at")),
+            finished_at=timezone.now(),
+            last_attempted_at=_when(payload.get("retried_at") or payload.get("failed_at")),
         )
-        task_finished.send(backend_class, task_result=result)
-        raise
-    object.__setattr__(result, "finished_at", timezone.now())
-    object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
-    object.__setattr__(result, "_return_value", value)
+    except (TypeError, UnknownJob):
+        return  # not a task this process runs: the wrapper refused it, nothing was started
+    result.errors.extend(_errors(lifecycle.status(result.id)))
     task_finished.send(backend_class, task_result=result)
-    return value
+
+
+job_dead.connect(_ended, weak=False)
+
+
+# The wrapper jobs, registered when this module is imported (by discovery, in the worker).
+from . import task_runner  # noqa: E402, F401

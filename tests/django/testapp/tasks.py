@@ -32,3 +32,34 @@ def with_context(context, value: int) -> None:  # type: ignore[no-untyped-def]
 @task
 def broken() -> None:
     raise RuntimeError("task failed on purpose")
+
+
+@task(takes_context=True)
+def flaky(context, failures: int) -> int:  # type: ignore[no-untyped-def]
+    """Fails its first ``failures`` attempts, then returns the attempt that succeeded."""
+    record("flaky", attempt=context.attempt, worker_ids=context.task_result.worker_ids)
+    if context.attempt <= failures:
+        raise ValueError(f"attempt {context.attempt} failed on purpose")
+    return context.attempt
+
+
+@task(retry=0, retention=60, tags=["billing"])
+def once(value: int) -> int:
+    """djqueue's job options given to @task: no retries, a minute's retention."""
+    raise RuntimeError(f"{value} failed on purpose, once")
+
+
+@task
+async def meet(count: int) -> bool:
+    """Waits (awaiting, up to 10 s) until ``count`` of these have started: True when they all
+    did, which only happens when they run at once on one event loop."""
+    import asyncio
+
+    from djqueue.connection import get_redis
+
+    get_redis().incr("djqueue-tests:met")
+    for _ in range(200):
+        if int(get_redis().get("djqueue-tests:met") or 0) >= count:
+            return True
+        await asyncio.sleep(0.05)
+    return False

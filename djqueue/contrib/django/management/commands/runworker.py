@@ -55,10 +55,13 @@ class Command(BaseCommand):
         from djqueue import signals
         from djqueue.worker.cli import run_worker
 
+        from ...task_priority import listened
+
         error = apps.get_app_config("djqueue").settings_error
         if error is not None:
             raise CommandError(f"DJQUEUE setting {error}")
         worker_options = {k: v for k, v in options.items() if k not in DJANGO_OPTIONS}
+        worker_options["queue"] = listened(worker_options.get("queue"))
         if worker_options.pop("reload", False):
             from django.utils import autoreload
 
