@@ -3,7 +3,7 @@
 Django 6.1 passes the keyword arguments ``@task`` does not know to the backend's
 ``task_class``; `DjQueueTask` takes djqueue's job options there (``retry``, ``retry_for``,
 ``retry_queue``, ``backtrace``, ``dead``, ``tags``, ``retention``, ``time_limit``,
-``unique_for``, ``unique_until``), checked when the task is defined, as ``@job`` checks them,
+``unique_for``, ``unique_until``, ``expires_in``), checked when the task is defined, as ``@job`` checks them,
 and written into each push of the task. The queue stays Django's ``queue_name``.
 """
 
@@ -37,6 +37,7 @@ class DjQueueTask(Task):
     time_limit: Any = None
     unique_for: Any = None
     unique_until: Any = None
+    expires_in: Any = None
 
     @property
     def job_options(self) -> dict[str, Any]:
