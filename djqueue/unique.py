@@ -25,10 +25,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import registry
-from .store.unique import Lock
 
 if TYPE_CHECKING:
-    from .config import Settings
+    pass
 
 #: What ``unique_until`` takes: hold the lock until the job succeeds, or until a worker takes
 #: it (Sidekiq Enterprise's ``:success`` and ``:start``).
@@ -118,21 +117,3 @@ def digest(payload: dict[str, Any]) -> str:
             f"{payload['class']}: unique_args must return JSON-native values: {exc}"
         ) from exc
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
-
-
-def lock(payload: dict[str, Any], settings: Settings | None = None) -> Lock | None:
-    """The lock of a unique job (a payload with ``unique_digest``) as Redis holds it now, for
-    the job pages; None for a job that is not unique. Raises `djqueue.RedisUnavailable` when
-    Redis cannot be reached."""
-    digest_ = payload.get("unique_digest")
-    if not isinstance(digest_, str) or not digest_:
-        return None
-    # Imported here: `djqueue.job_options` imports this module, and `djqueue.config` it.
-    from . import connection
-    from .config import get_settings
-    from .store import Keys
-    from .store.unique import read_lock
-
-    settings = settings or get_settings()
-    with connection.translate_errors(settings):
-        return read_lock(connection.get_redis(settings), Keys(settings.namespace), digest_)

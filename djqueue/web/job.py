@@ -12,9 +12,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import unique
+from .. import connection
 from ..api import JobRecord, Queue, SortedEntry, SortedSet
-from ..config import Settings
+from ..config import Settings, get_settings
+from ..store import Keys
+from ..store.unique import Lock, read_lock
 from . import display
 from .actions import Action, actions_for, queue_records
 from .frames import Frame, frames
@@ -105,27 +107,46 @@ def job_page(
     )
 
 
+def unique_lock(payload: dict[str, Any], settings: Settings | None = None) -> Lock | None:
+    """The lock of a unique job (a payload with ``unique_digest``, `djqueue.unique`) as Redis
+    holds it now; None for a job that is not unique. Raises `djqueue.RedisUnavailable` when
+    Redis cannot be reached."""
+    digest = payload.get("unique_digest")
+    if not isinstance(digest, str) or not digest:
+        return None
+    settings = settings or get_settings()
+    with connection.translate_errors(settings):
+        return read_lock(connection.get_redis(settings), Keys(settings.namespace), digest)
+
+
 def unique_fields(item: dict[str, Any], jid: str, settings: Settings | None) -> list[Field]:
     """A unique job's rows (`djqueue.unique`): its rule, and its lock as Redis holds it now
     (one round trip, only for a unique job); empty for any other job."""
-    found = unique.lock(item, settings)
+    found = unique_lock(item, settings)
     if found is None:
         return []
-    until = "it starts" if item.get("unique_until") == "start" else "it succeeds"
+    start = item.get("unique_until") == "start"
     seconds = item.get("unique_for")
-    rule = f"until {until}" + (
-        f", for {display.span(seconds)} at most" if isinstance(seconds, (int, float)) else ""
-    )
-    rows = [Field("Unique", rule)]
-    if found.problem:
-        rows.append(Field("Unique lock", found.problem))
-    elif not found.holder:
-        rows.append(Field("Unique lock", "free: a push of the same job would be accepted"))
+    if isinstance(seconds, (int, float)):
+        rule = (
+            gettext("until it starts, for %(span)s at most")
+            if start
+            else gettext("until it succeeds, for %(span)s at most")
+        ) % {"span": display.span(seconds)}
     else:
-        holder = "this job" if found.holder == jid else f"job {found.holder}"
-        rows.append(Field("Unique lock", f"held by {holder}"))
-        if found.ttl is not None:
-            rows.append(time_field("Unique lock expires", time.time() + found.ttl))
+        rule = gettext("until it starts") if start else gettext("until it succeeds")
+    rows = [Field(gettext("Unique"), rule)]
+    label = gettext("Unique lock")
+    if found.problem:
+        rows.append(Field(label, found.problem))
+    elif not found.holder:
+        rows.append(Field(label, gettext("free: a push of the same job would be accepted")))
+    elif found.holder == jid:
+        rows.append(Field(label, gettext("held by this job")))
+    else:
+        rows.append(Field(label, gettext("held by job %(jid)s") % {"jid": found.holder}))
+    if found.holder and not found.problem and found.ttl is not None:
+        rows.append(time_field(gettext("Unique lock expires"), time.time() + found.ttl))
     return rows
 
 

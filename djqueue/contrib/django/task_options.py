@@ -3,8 +3,9 @@
 Django 6.1 passes the keyword arguments ``@task`` does not know to the backend's
 ``task_class``; `DjQueueTask` takes djqueue's job options there (``retry``, ``retry_for``,
 ``retry_queue``, ``backtrace``, ``dead``, ``tags``, ``retention``, ``time_limit``,
-``unique_for``, ``unique_until``, ``expires_in``), checked when the task is defined, as ``@job`` checks them,
-and written into each push of the task. The queue stays Django's ``queue_name``.
+``unique_for``, ``unique_until``, ``expires_in``), checked when the task is defined, as
+``@job`` checks them, and written into each push of the task. The queue stays Django's
+``queue_name``.
 """
 
 from __future__ import annotations
