@@ -182,3 +182,32 @@ def test_a_bad_entry_in_sidekiq_cron_2s_layout_is_named_by_its_own_keys(redis_ur
     entry = PeriodicSet().find("nightly")
     assert entry is not None and entry.key == "cron_job:default:nightly"
     assert entry.error == "cron_job:default:nightly:jid_history is a string, not a list"
+
+
+def test_a_tick_fired_as_sidekiq_cron_2_moves_the_entry_is_claimed_in_its_keys(r):
+    """The race a worker met while a Ruby server started: it read 1.8's layout, then the
+    sidekiq-cron 2 server made its set, and the tick was claimed in 1.8's keys while Ruby's
+    poller claimed it in its own: pushed twice. The fire script reads the layout again."""
+    from djqueue.store import Keys
+    from djqueue.store.periodic import FIRED, PeriodicStore
+    from djqueue.store.periodic_layout import layouts
+
+    sync([build(name="beat", cron="* * * * *", job="Beat")], get_settings(), r)
+    old, new = layouts("")
+    assert r.sismember(old.jobs, old.member("beat"))
+    # sidekiq-cron 2's move has begun: its set and hash exist, 1.8's set still names the job.
+    r.hset(new.job("beat"), mapping=r.hgetall(old.job("beat")))
+    r.sadd(new.jobs, new.member("beat"))
+    claimed_before = claims(r, old.enqueued("beat"))
+    store = PeriodicStore(r, Keys())
+    reads = iter([old])  # the worker's read of the layout, made before the move began
+    store.layout = lambda: next(reads, new)  # type: ignore[method-assign]
+    iso = "2026-11-26T10:00:00Z"
+    payload = json.dumps({"class": "Beat", "args": [], "jid": "a" * 24, "queue": "default"})
+    fired = store.fire("beat", "default", payload, "a" * 24, "x", (1795687200.0, iso))
+    assert fired == FIRED
+    assert claims(r, old.enqueued("beat")) == claimed_before
+    assert iso in claims(r, new.enqueued("beat"))
+    # Ruby's poller, claiming the same tick in its keys, finds it taken: pushed once.
+    assert r.zadd(new.enqueued("beat"), {iso: 1795687200.0}, nx=True) == 0
+    assert r.llen("queue:default") == 1

@@ -31,13 +31,15 @@ import redis
 
 from .bad_keys import type_name
 from .keys import CRON_HISTORY_SIZE, CRON_REMEMBER, Keys
-from .periodic_layout import PeriodicLayout, detect
+from .periodic_layout import PeriodicLayout, detect, layouts
 from .replies import text
 from .scripts import PERIODIC_FIRE, PERIODIC_SAVE, PERIODIC_STATUS
 
 #: What `PeriodicStore.fire` answers (`NOT_UNIQUE`: the tick is claimed, the job not pushed,
 #: as another job holds its unique lock).
 FIRED, CLAIMED_BEFORE, DISABLED, GONE, NOT_UNIQUE = 1, 0, -1, -2, 2
+#: The script's answer when it was given 1.8's layout but sidekiq-cron 2's set exists.
+_MOVED = -3
 #: The type each key of an entry must have (or be absent), as ``TYPE`` names it.
 HASH, ZSET, LIST = "hash", "zset", "list"
 
@@ -217,33 +219,42 @@ class PeriodicStore:
         tick was claimed before or the job is disabled; ``tick=None`` runs it now, unclaimed.
         ``enqueued`` is the run's time as sidekiq-cron writes it. Returns `FIRED`,
         `CLAIMED_BEFORE`, `DISABLED`, `GONE` or `NOT_UNIQUE`."""
-        k, at = self.keys, self.layout()
         entry = json.dumps({"jid": jid, "enqueued": enqueued}, separators=(",", ":"))
-        return int(
-            PERIODIC_FIRE(
-                self.redis,
-                [
-                    at.job(name),
-                    at.enqueued(name),
-                    at.history(name),
-                    k.queues,
-                    k.queue(queue),
-                    at.jobs,
-                ],
-                [
-                    "" if tick is None else repr(tick[0]),
-                    "" if tick is None else tick[1],
-                    queue,
-                    job,
-                    enqueued,
-                    entry,
-                    CRON_HISTORY_SIZE,
-                    CRON_REMEMBER,
-                    at.member(name),
-                    k.status_prefix,
-                ],
+        # The layout is read again inside the script: a sidekiq-cron 2 server may move the
+        # entries between this read and the fire, and a tick claimed in 1.8's keys while its
+        # poller claims ticks in 2's would be pushed by both.
+        for _attempt in range(3):
+            k, at = self.keys, self.layout()
+            newest = layouts(k.prefix)[1]
+            found = int(
+                PERIODIC_FIRE(
+                    self.redis,
+                    [
+                        at.job(name),
+                        at.enqueued(name),
+                        at.history(name),
+                        k.queues,
+                        k.queue(queue),
+                        at.jobs,
+                        newest.jobs,
+                    ],
+                    [
+                        "" if tick is None else repr(tick[0]),
+                        "" if tick is None else tick[1],
+                        queue,
+                        job,
+                        enqueued,
+                        entry,
+                        CRON_HISTORY_SIZE,
+                        CRON_REMEMBER,
+                        at.member(name),
+                        k.status_prefix,
+                    ],
+                )
             )
-        )
+            if found != _MOVED:
+                return found
+        return GONE
 
     def skip(self, name: str, tick: tuple[float, str]) -> int:
         """Claim ``tick`` as skipped if the job is disabled (`DISABLED`); else nothing."""

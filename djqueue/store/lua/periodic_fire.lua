@@ -3,7 +3,8 @@
 -- pushed once across every process and host (djqueue's and sidekiq-cron's pollers alike) and
 -- a crash can never claim a tick without pushing it.
 -- KEYS[1] = cron_job:NAME, KEYS[2] = cron_job:NAME:enqueued, KEYS[3] = cron_job:NAME:jid_history,
--- KEYS[4] = the queues set, KEYS[5] = queue:QUEUE, KEYS[6] = cron_jobs (the layout's set).
+-- KEYS[4] = the queues set, KEYS[5] = queue:QUEUE, KEYS[6] = cron_jobs (the layout's set),
+-- KEYS[7] = sidekiq-cron 2's set (cron_jobs:default; KEYS[6] itself when firing in that layout).
 -- ARGV[1] = the tick's epoch ('' to run now: no claim), ARGV[2] = the tick as ISO 8601 UTC (the
 -- claimed member, sidekiq-cron's format), ARGV[3] = QUEUE, ARGV[4] = the job JSON ('' to only
 -- skip the tick of a disabled job),
@@ -15,7 +16,9 @@
 -- A tick that falls while the job is disabled is claimed as skipped, so that enabling the job
 -- later never fires it as a missed tick.
 -- Returns 1 when pushed, 0 when the tick was claimed before (or, skipping, the job is enabled
--- after all), -1 when the job is disabled, -2 when it no longer exists, 2 when the tick was
+-- after all), -1 when the job is disabled, -2 when it no longer exists, -3 when firing in 1.8's
+-- layout while sidekiq-cron 2's set exists (a sidekiq-cron 2 server is moving the entries: its
+-- poller claims ticks in its own layout, so this tick must be claimed there), 2 when the tick was
 -- claimed but the job not pushed: it is unique (unique.lua) and another job holds its lock. A key of the wrong type
 -- is an error reply naming it, given before the first write: no tick is claimed unpushed.
 --!include status
@@ -35,6 +38,7 @@ for i = 1, 2 do
   if i == 1 and found == 'none' then return -2 end
   if found and found ~= 'none' then return redis.error_reply(found) end
 end
+if KEYS[7] ~= KEYS[6] and redis.call('EXISTS', KEYS[7]) == 1 then return -3 end
 local jobs = redis.call('TYPE', KEYS[6])['ok']
 if jobs == 'none' or (jobs == 'set' and redis.call('SISMEMBER', KEYS[6], ARGV[9]) == 0) then
   return -2
