@@ -161,8 +161,18 @@ def page(browser: Browser, mount: Mount, problems: Problems) -> Iterator[Page]:
 
 
 def shoot(page: Page, mount: Mount, name: str) -> Path:
+    """A full-page screenshot, kept as an artifact. Chromium now and then answers a capture
+    with "Unable to capture screenshot" (seen once in CI, on a page it had drawn): the capture
+    is asked again, up to three times."""
     path = mount.shots() / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True, animations="disabled")
+    for attempt in range(3):
+        try:
+            page.screenshot(path=str(path), full_page=True, animations="disabled")
+            return path
+        except Exception as exc:  # playwright's Error (imported only where Chromium is)
+            if "Unable to capture screenshot" not in str(exc) or attempt == 2:
+                raise
+            page.wait_for_timeout(200)
     return path
 
 
