@@ -244,9 +244,20 @@ def run_failures(worker, r) -> None:
 
     def flushed() -> bool:
         queue = job_metrics().queue("default")
-        return queue is not None and (queue.retried, queue.dead, queue.discarded) == (R, D, X + 1)
+        fates = (R, D, X + 1, R + D + X + 1 + N)
+        return (
+            queue is not None
+            and (
+                queue.retried,
+                queue.dead,
+                queue.discarded,
+                queue.processed,
+            )
+            == fates
+        )
 
-    wait_for(flushed, what="every failure's fate counted")
+    # Both workers' beats: the fates and every job run (the t.record ones included).
+    wait_for(flushed, what="every failure's fate counted and every job flushed")
 
 
 def test_retried_dead_and_discarded_per_class_and_queue(worker, r):
