@@ -49,15 +49,24 @@ HISTOGRAM_SIZE = len(HISTOGRAM_BOUNDS) + 1
 #: RETRIED, DEAD and DISCARDED count where the failures went (`djqueue.worker.settle`).
 PROCESSED, FAILED, MS, LATENCY_MS, LATENCY_N, RETRIED, DEAD, DISCARDED = range(8)
 HISTOGRAM = 8
-#: The field suffix each count is written under, in both hashes (``CLASS|r``, ``q|QUEUE|r``).
-COUNTED = (
-    (PROCESSED, "p"),
-    (FAILED, "f"),
-    (MS, "ms"),
-    (RETRIED, "r"),
-    (DEAD, "d"),
-    (DISCARDED, "x"),
-)
+#: Every field suffix a metrics hash holds (``CLASS|r``, ``q|QUEUE|r``): the row index it is
+#: written from and the `Sums` attribute it is read into. The one table of the layout for both.
+FIELDS = {
+    "p": (PROCESSED, "processed"),
+    "f": (FAILED, "failed"),
+    "ms": (MS, "ms"),
+    "r": (RETRIED, "retried"),
+    "d": (DEAD, "dead"),
+    "x": (DISCARDED, "discarded"),
+    "lms": (LATENCY_MS, "latency_ms"),
+    "ln": (LATENCY_N, "latency_n"),
+}
+#: The latency fields, written only where a latency was known (``ln`` not 0).
+LATENCY = ("lms", "ln")
+#: The counts written whenever they are not 0, as (row index, suffix).
+COUNTED = tuple((index, suffix) for suffix, (index, _) in FIELDS.items() if suffix not in LATENCY)
+#: The fields a time series (`Sums.series`) is drawn from, in its order.
+SERIES = ("p", "f", "ms")
 ROW_SIZE = HISTOGRAM + HISTOGRAM_SIZE
 #: (display class, queue) -> row.
 Counts = dict[tuple[str, str], list[int]]
@@ -103,15 +112,15 @@ def add_writes(pipe: Any, keys: Keys, counts: Counts, now: float) -> list[str]:
             if row[index] or (index == MS and row[PROCESSED] > row[FAILED]):
                 sidekiq[f"{name}|{metric}"] = row[index]
         if row[LATENCY_N]:
-            own[f"c|{name}|lms"] = row[LATENCY_MS]
-            own[f"c|{name}|ln"] = row[LATENCY_N]
+            for metric in LATENCY:
+                own[f"c|{name}|{metric}"] = row[FIELDS[metric][0]]
     for queue, row in queues.items():
         for index, metric in COUNTED:
             if row[index]:
                 own[f"q|{queue}|{metric}"] = row[index]
         if row[LATENCY_N]:
-            own[f"q|{queue}|lms"] = row[LATENCY_MS]
-            own[f"q|{queue}|ln"] = row[LATENCY_N]
+            for metric in LATENCY:
+                own[f"q|{queue}|{metric}"] = row[FIELDS[metric][0]]
     written: list[str] = []
     for bucket, ttl in (
         (minute_bucket(now), METRICS_MINUTE_TTL),
@@ -260,30 +269,14 @@ def _add(
     if own:
         kind, _, field_name = field_name.partition("|")
     subject, _, metric = field_name.rpartition("|")
-    if not subject or kind not in ("c", "q"):
+    found = FIELDS.get(metric)
+    if not subject or kind not in ("c", "q") or found is None:
         return
     figures = (classes if kind == "c" else queues).setdefault(subject, Sums())
-    if metric == "p":
-        figures.processed += value
-    elif metric == "f":
-        figures.failed += value
-    elif metric == "ms":
-        figures.ms += value
-    elif metric == "r":
-        figures.retried += value
-    elif metric == "d":
-        figures.dead += value
-    elif metric == "x":
-        figures.discarded += value
-    elif metric == "lms":
-        figures.latency_ms += value
-    elif metric == "ln":
-        figures.latency_n += value
-    else:
-        return
-    index = ("p", "f", "ms").index(metric) if metric in ("p", "f", "ms") else None
-    if index is not None:
-        figures.series.setdefault(start, [0, 0, 0])[index] += value
+    attribute = found[1]
+    setattr(figures, attribute, getattr(figures, attribute) + value)
+    if metric in SERIES:
+        figures.series.setdefault(start, [0] * len(SERIES))[SERIES.index(metric)] += value
 
 
 def percentile(histogram: list[int], fraction: float) -> float | None:
