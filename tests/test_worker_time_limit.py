@@ -34,14 +34,19 @@ def retried(r, jid: str) -> dict:
     return wait_for(find, what=f"job {jid} in retry")
 
 
-def test_a_busy_looping_job_past_its_limit_ends_in_retry(worker, r):
+@pytest.mark.parametrize(
+    ("job", "key"),
+    [(jobs.spin, "spun"), (jobs.aspin, "aspun")],
+    ids=["thread-run job, interrupted", "async def job, cancelled"],
+)
+def test_a_busy_job_past_its_limit_ends_in_retry(worker, r, job, key):
     worker()
-    jid = jobs.spin.perform_later("spun")
+    jid = job.perform_later(key)
     entry = retried(r, jid)
     assert entry["error_class"] == "djqueue.errors.TimeLimitExceeded"
-    assert entry["error_message"] == "t.spin ran past its time limit of 1 s"
+    assert entry["error_message"] == f"{job.job_name} ran past its time limit of 1 s"
     assert entry["time_limit"] == 1
-    assert r.lrange("spun", 0, -1) == ["started"]
+    assert r.lrange(key, 0, -1) == ["started"]
 
 
 def test_set_gives_one_push_its_own_limit(worker, r):
@@ -70,15 +75,6 @@ def test_a_job_may_catch_the_interruption_to_clean_up_and_return(worker, r):
 def test_a_limit_that_is_not_one_is_refused_naming_it(value):
     with pytest.raises(ValueError, match="time_limit"):
         jobs.spin.set(time_limit=value)
-
-
-def test_an_async_job_past_its_limit_is_cancelled_and_retried(worker, r):
-    worker()
-    jid = jobs.aspin.perform_later("aspun")
-    entry = retried(r, jid)
-    assert entry["error_class"] == "djqueue.errors.TimeLimitExceeded"
-    assert entry["error_message"] == "t.aspin ran past its time limit of 1 s"
-    assert r.lrange("aspun", 0, -1) == ["started"]
 
 
 def test_jobs_ending_in_time_are_untouched(worker, r):
