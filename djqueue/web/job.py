@@ -50,6 +50,10 @@ class JobPage:
     actions: list[Action]
     #: The job's lifecycle when it is tracked (`djqueue.web.lifecycle`), else empty.
     lifecycle: list[Field] = field(default_factory=list)
+    #: The batch the job belongs to (its payload's ``bid``), else empty.
+    bid: str = ""
+    #: Whether ``bid`` can be linked to its batch's page (`djqueue.web.batches.linkable`).
+    bid_link: bool = False
 
 
 def job_page(
@@ -90,6 +94,8 @@ def job_page(
     error = f"{record.error_class}: {record.error_message or ''}" if record.has_error else ""
     problem = record.parse_error or (gettext("not a job") if record.is_malformed else "")
     payload = display.payload_text(record.item, show_args) if record.item else record.value
+    bid = record.item.get("bid") if record.item else None
+    bid = bid if isinstance(bid, str) else ""
     return JobPage(
         kind=kind,
         key=key,
@@ -104,6 +110,8 @@ def job_page(
         problem=problem,
         actions=actions_for(kind),
         lifecycle=_lifecycle(record.jid or "", settings),
+        bid=bid,
+        bid_link=_linkable(bid),
     )
 
 
@@ -148,6 +156,12 @@ def unique_fields(item: dict[str, Any], jid: str, settings: Settings | None) -> 
     if found.holder and not found.problem and found.ttl is not None:
         rows.append(time_field(gettext("Unique lock expires"), time.time() + found.ttl))
     return rows
+
+
+def _linkable(bid: str) -> bool:
+    from .batches import linkable
+
+    return linkable(bid)
 
 
 def _lifecycle(jid: str, settings: Settings | None) -> list[Field]:
