@@ -186,7 +186,7 @@ def batch_page(bid: str, settings: Settings | None = None) -> BatchPage | None:
     ):
         fields.append(Field(str(label), display.number(value)))
     for label, moment in (
-        (_("Complete"), state.complete_at),
+        (_("Completed"), state.complete_at),
         (_("Succeeded at"), state.success_at),
         (_("Died"), state.death_at),
         (_("Cancelled"), state.cancelled_at),
