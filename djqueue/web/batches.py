@@ -80,7 +80,8 @@ class BatchRow:
     bid: str
     link: bool
     description: str
-    created: Field
+    #: When it was made: the time, how long ago, and the exact UTC time (empty when unknown).
+    created: tuple[str, str, str]
     status: str
     status_word: str
     progress: Progress
@@ -98,7 +99,13 @@ def _row(state: BatchState) -> BatchRow:
         bid=state.bid,
         link=linkable(state.bid),
         description=state.description,
-        created=time_field("", state.created_at) if state.created_at else Field("", ""),
+        created=(
+            display.timestamp(state.created_at),
+            display.relative(state.created_at),
+            display.iso(state.created_at),
+        )
+        if state.created_at is not None
+        else ("", "", ""),
         status=state.status,
         status_word=str(STATUS_WORDS[state.status]),
         progress=progress(state),
