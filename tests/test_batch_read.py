@@ -313,7 +313,7 @@ def test_cancel_marks_the_batch_and_takes_its_waiting_jobs_out(client, keys, r):
     fill_batches(r)
     pushed = get_client()
     mine = [pushed.push({"class": "reports.part", "args": [n], "bid": CHILD}) for n in (1, 2)]
-    other = pushed.push({"class": "reports.part", "args": [3], "bid": DONE})
+    other = pushed.push({"class": "reports.part", "args": [CHILD], "bid": DONE})  # mentions it
     assert None not in (*mine, other)
     Batch(CHILD).cancel()
     state = Batch(CHILD).state()

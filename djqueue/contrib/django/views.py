@@ -115,8 +115,8 @@ def _may(page: PageAdmin, request: HttpRequest, permission: str) -> bool:
 
 def respond(page: PageAdmin, request: HttpRequest, req: WebRequest, found: Result) -> HttpResponse:
     if isinstance(found, Redirect):
-        if found.message:
-            (messages.success if found.ok else messages.warning)(request, found.message)
+        # Django's messages drop an empty one: a redirect without a message shows none.
+        (messages.success if found.ok else messages.warning)(request, found.message)
         return HttpResponseRedirect(found.url)
     if isinstance(found, Json):
         return JsonResponse(found.data, status=found.status)
