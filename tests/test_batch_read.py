@@ -18,6 +18,7 @@ from djqueue.api import Batch, Batches, Queue
 from djqueue.client import get_client
 from djqueue.store import Keys
 from djqueue.store.batch_read import (
+    FAILED_READ,
     PENDING_SHOWN,
     BatchState,
     child_batches,
@@ -191,7 +192,7 @@ def test_a_batch_reads_back_every_field_the_runtime_writes(client, keys, r):
     assert set(state.failed) == {RETRYING, DIED}
     assert state.failed[RETRYING]["error_message"] == "bad row 17"
     assert state.failed[DIED]["at"] == pytest.approx(now - 120)
-    assert state.problems == ()
+    assert state.problems == () and state.failing == 2
     assert (state.complete, state.successful, state.cancelled) == (False, False, False)
     assert state.status == "dead"
 
@@ -265,13 +266,18 @@ def test_a_batch_lists_its_children(client, keys, r):
     assert child is not None and child_batches(client, keys, child) == []
 
 
-def test_pending_jids_are_capped(client, keys, r):
-    write_batch(r, CHILD, created_at=1, total=500, pending=500, remaining=500)
-    r.sadd(keys.batch_pending(CHILD), *(f"{n:024x}" for n in range(500)))
+def test_pending_jids_and_failures_are_capped(client, keys, r):
+    write_batch(r, CHILD, created_at=1, total=1500, pending=1500, remaining=0, failures=1500)
+    jids = [f"{n:024x}" for n in range(1500)]
+    r.sadd(keys.batch_pending(CHILD), *jids)
+    failure = json.dumps({"class": "x", "error_class": "E", "at": 1})
+    r.hset(keys.batch_failed(CHILD), mapping=dict.fromkeys(jids, failure))
     state = read_batch(client, keys, CHILD)
     assert state is not None and len(state.pending_jids) == PENDING_SHOWN
     assert state.pending_jids == sorted(state.pending_jids)
     assert len(set(state.pending_jids)) == PENDING_SHOWN
+    assert (len(state.failed), state.failing) == (FAILED_READ, 1500)
+    assert set(state.failed) < set(jids) and state.problems == ()
 
 
 def test_bad_keys_and_fields_are_named_and_the_rest_reads(client, keys, r):
@@ -281,6 +287,7 @@ def test_bad_keys_and_fields_are_named_and_the_rest_reads(client, keys, r):
     r.set(keys.batch_pending(CHILD), "x")
     r.hset(keys.batch_failed(CHILD), "zz", "{not json")
     state = read_batch(client, keys, CHILD)
+    assert state is not None and state.failing == 3
     assert state is not None
     assert (state.total, state.pending, state.death_at, state.callbacks) == (0, 6, None, {})
     assert state.pending_jids == [] and state.failed["zz"] == {}
@@ -293,6 +300,13 @@ def test_bad_keys_and_fields_are_named_and_the_rest_reads(client, keys, r):
         (keys.batch_failed(CHILD), 'has zz "{not json", not a JSON object'),
     }
     assert Batch(CHILD).state() == state  # the batch's own hash reads: no BadKey
+    r.delete(keys.batch_failed(CHILD))
+    r.set(keys.batch_failed(CHILD), "x")
+    state = read_batch(client, keys, CHILD)
+    assert state is not None and (state.failed, state.failing) == ({}, 0)
+    assert [p for p in state.problems if p[0] == keys.batch_failed(CHILD)] == [
+        (keys.batch_failed(CHILD), "holds a string, not a hash")
+    ]
 
 
 def test_a_batch_hash_of_the_wrong_type_is_a_bad_key(client, keys, r):

@@ -25,6 +25,10 @@ from .replies import integer, number, text, text_hash, texts
 #: Pending jids a `read_batch` returns at most (any of them when there are more: SRANDMEMBER,
 #: whose cost does not grow with the batch).
 PENDING_SHOWN = 100
+#: Failures a `read_batch` returns at most (any of them when there are more: HRANDFIELD). A
+#: page must not copy a 100,000-job batch's failures to show a hundred: measured here, an
+#: HGETALL of 100,000 took 1.1 s, of 10,000 61 ms, of 1,000 4 ms.
+FAILED_READ = 1000
 #: Batches created after this one whose parent `child_batches` reads, at most.
 CHILDREN_LOOKED_AT = 1000
 #: The counters of the batch hash, in `BatchState`'s order.
@@ -68,13 +72,15 @@ class BatchState:
     death_at: float | None = None
     cancelled_at: float | None = None
     #: jid -> its latest failure (``class``, ``error_class``, ``error_message``, ``at``), for
-    #: the jobs that failed and have not succeeded since.
+    #: the jobs that failed and have not succeeded since (`FAILED_READ` of them at most).
     failed: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Jids that have not succeeded yet, sorted; `PENDING_SHOWN` at most.
     pending_jids: list[str] = field(default_factory=list)
     #: Keys of this batch that could not be read as the layout says: (key, what is wrong),
     #: in `djqueue.store.bad_keys`' words. Their values read as empty.
     problems: Problems = ()
+    #: Jobs that failed and have not succeeded since: how many ``failed`` would hold whole.
+    failing: int = 0
     #: False when the batch's hash itself is of the wrong type: only ``bid`` and
     #: ``problems`` mean anything then.
     readable: bool = True
@@ -125,14 +131,18 @@ def read_batch(client: redis.Redis, keys: Keys, bid: str) -> BatchState | None:
     pipe = client.pipeline(transaction=False)
     pipe.hgetall(hash_key)
     pipe.srandmember(pending_key, PENDING_SHOWN)
-    pipe.hgetall(failed_key)
-    wanted = [(hash_key, "hash"), (pending_key, "set"), (failed_key, "hash")]
-    (fields, pending, failed), problems = bad_keys.checked(client, pipe, wanted)
+    pipe.hrandfield(failed_key, FAILED_READ, withvalues=True)
+    pipe.hlen(failed_key)
+    wanted = [(hash_key, "hash"), (pending_key, "set"), (failed_key, "hash"), (failed_key, "hash")]
+    (fields, pending, failed, failing), found = bad_keys.checked(client, pipe, wanted)
+    problems = list(dict.fromkeys(found))  # the failures' key is read twice
     if fields is None:  # the hash is of the wrong type: the batch is there, unreadable
         return BatchState(bid, problems=tuple(problems), readable=False)
     if not fields:
         return None
-    failures, more = _failures(failed_key, text_hash(failed))
+    flat = failed or []  # HRANDFIELD WITHVALUES: field, value, field, value...
+    raw = text_hash(dict(zip(flat[::2], flat[1::2], strict=True)))
+    failures, more = _failures(failed_key, raw)
     return _state(
         bid,
         hash_key,
@@ -140,6 +150,7 @@ def read_batch(client: redis.Redis, keys: Keys, bid: str) -> BatchState | None:
         failed=failures,
         pending_jids=texts(pending),
         problems=(*problems, *more),
+        failing=integer(failing),
     )
 
 
@@ -203,6 +214,7 @@ def _state(
     failed: dict[str, dict[str, Any]] | None = None,
     pending_jids: list[str] | None = None,
     problems: Sequence[tuple[str, str]] = (),
+    failing: int = 0,
 ) -> BatchState:
     """The hash's fields as a `BatchState`; each field that does not parse reads as 0 / None
     and is named among the problems."""
@@ -241,6 +253,7 @@ def _state(
         failed=failed or {},
         pending_jids=pending_jids or [],
         problems=tuple(found),
+        failing=failing,
     )
 
 

@@ -82,7 +82,9 @@ def test_a_batch_page_shows_its_counts_callbacks_failures_and_family(
     assert f'href="{link(CHILD)}" data-link="child"' in parent and "nightly report" in parent
     assert "1 not yet successful" in parent
     assert "reports.notify" in parent and "On success" in parent and "not yet" in parent
+    r.hset(Keys().batch_failed(DONE), mapping={f"{n:024x}": "{}" for n in range(150)})
     done = client.get(link(DONE)).text
+    assert "and 50 more" in done and len(re.findall(r'<tr data-jid="', done)) == 100
     assert "None: every job of this batch has succeeded." in done
     assert "This batch has no callback." in done
 
