@@ -7,11 +7,10 @@ trips, a batch page three (its keys, then its children among the batches made af
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api import DeadSet, RetrySet, ScheduledSet, SortedSet
+from ..api import DeadSet, Queue, RetrySet, ScheduledSet, SortedSet
 from ..api.batches import Batch, Batches
 from ..config import Settings, get_settings
 from ..errors import BadKey
@@ -20,13 +19,10 @@ from . import display
 from .forms import Allowed, Form, Outcome, Refused, nothing_chosen
 from .i18n import gettext
 from .i18n import gettext_lazy as _
-from .job import Field, time_field
+from .job import Field, linkable, time_field
 from .paging import Paging
 from .query import ListQuery
 
-#: A batch id or jid that can sit in a URL path as it is (djqueue's and Sidekiq Pro's are
-#: hex or URL-safe base64); any other is shown, not linked.
-LINKABLE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 #: Failed jobs listed on a batch's page at most (the latest first).
 FAILED_SHOWN = 100
 #: The words of `BatchState.status`.
@@ -43,16 +39,12 @@ CALLBACK_WORDS = {
     "success": _("On success"),
     "death": _("On death"),
 }
-#: The searched sets, in order, when a batch's job is followed to its own page.
+#: The sets searched first, in order, when a batch's job is followed to its own page.
 JOB_SETS: tuple[tuple[str, type[SortedSet]], ...] = (
     ("retries", RetrySet),
     ("dead", DeadSet),
     ("scheduled", ScheduledSet),
 )
-
-
-def linkable(name: str | None) -> bool:
-    return bool(name) and LINKABLE.fullmatch(name or "") is not None
 
 
 @dataclass
@@ -252,14 +244,18 @@ def _callbacks(state: BatchState, show_args: bool) -> list[CallbackRow]:
     return rows
 
 
-def job_location(jid: str, settings: Settings | None = None) -> tuple[str, str] | None:
-    """Where a batch's job waits or lies now, as (route, key) of its job page: the retry
-    set, the dead set or the schedule (searched inside Redis, in that order); None when it is
-    in none of them (in a queue, running, or done)."""
+def job_location(jid: str, settings: Settings | None = None) -> tuple[str, dict[str, str]] | None:
+    """Where a batch's job waits or lies now, as the route of its job page and the route's
+    arguments: the retry set, the dead set, the schedule, then each queue (searched inside
+    Redis, in that order); None when it is in none of them (running, or done)."""
     for route, jobs in JOB_SETS:
         found = jobs(settings=settings).find_job(jid)
         if found is not None:
-            return f"{route}_job", found.key
+            return f"{route}_job", {"key": found.key}
+    for queue in Queue.all(settings):
+        if queue.find_job(jid) is not None:
+            # A queue's row key is INDEX-JID; the job page looks for the jid from index 0 on.
+            return "queue_job", {"queue": queue.name, "key": f"0-{jid}"}
     return None
 
 

@@ -206,10 +206,10 @@ def batch(req: WebRequest, bid: str) -> Result:
 
 def batch_job(req: WebRequest, bid: str, jid: str) -> Result:
     """A batch's job, followed to its page where it waits or lies (the retry set, the dead
-    set, the schedule), else to its lifecycle (find by jid)."""
+    set, the schedule, a queue), else to its lifecycle (find by jid)."""
     found = web_batches.job_location(jid, req.settings)
     if found is not None:
-        return Redirect(req.url(found[0], key=found[1]))
+        return Redirect(req.url(found[0], **found[1]))
     return Redirect(f"{req.url('job_status')}?{urlencode({'jid': jid})}")
 
 

@@ -8,6 +8,7 @@ as Sidekiq's Web UI does, instead of an error.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,9 @@ from .frames import Frame, frames
 from .i18n import gettext
 from .i18n import gettext_lazy as _
 from .lists import WHEN, list_title, source
+
+#: An id that can sit in a URL path as it is (`linkable`).
+LINKABLE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 
 @dataclass
@@ -52,7 +56,7 @@ class JobPage:
     lifecycle: list[Field] = field(default_factory=list)
     #: The batch the job belongs to (its payload's ``bid``), else empty.
     bid: str = ""
-    #: Whether ``bid`` can be linked to its batch's page (`djqueue.web.batches.linkable`).
+    #: Whether ``bid`` can be linked to its batch's page (`linkable`).
     bid_link: bool = False
 
 
@@ -111,7 +115,7 @@ def job_page(
         actions=actions_for(kind),
         lifecycle=_lifecycle(record.jid or "", settings),
         bid=bid,
-        bid_link=_linkable(bid),
+        bid_link=linkable(bid),
     )
 
 
@@ -158,10 +162,10 @@ def unique_fields(item: dict[str, Any], jid: str, settings: Settings | None) -> 
     return rows
 
 
-def _linkable(bid: str) -> bool:
-    from .batches import linkable
-
-    return linkable(bid)
+def linkable(name: str | None) -> bool:
+    """Whether a batch id or a jid can sit in a URL path as it is, and so be a link (djqueue's
+    are hex, Sidekiq Pro's batch ids URL-safe base64); any other is shown as text."""
+    return bool(name) and LINKABLE.fullmatch(name or "") is not None
 
 
 def _lifecycle(jid: str, settings: Settings | None) -> list[Field]:

@@ -111,9 +111,17 @@ def test_a_batch_job_leads_to_its_page_and_its_page_back_to_the_batch(
     assert retrying.location == f"/jobs/retries/{RetrySet().find_job(RETRYING).key}"
     died = client.get(link(f"{CHILD}/job/{DIED}"))
     assert died.status_code == 302 and died.location.startswith("/jobs/dead/")
+    get_client().push({"class": "x", "args": [], "jid": PENDING[2], "bid": CHILD, "queue": "q"})
+    queued = client.get(link(f"{CHILD}/job/{PENDING[2]}"))
+    assert queued.location == f"/jobs/queues/q/job/0-{PENDING[2]}"
+    assert f'href="{link(CHILD)}" data-link="batch"' in client.get(queued.location).text
     elsewhere = client.get(link(f"{CHILD}/job/{PENDING[3]}"))
     assert elsewhere.location == f"/jobs/job?jid={PENDING[3]}"
     assert flashed(client.get(elsewhere.location)) == []
+    tracked = {"class": "x", "args": [], "jid": PENDING[3], "bid": CHILD, "retention": 60}
+    get_client().push({**tracked, "queue": "q", "at": 4e9})  # scheduled, and tracked
+    status = client.get(f"/jobs/job?jid={PENDING[3]}").text
+    assert f'href="{link(CHILD)}" data-link="batch"' in status
     job_page = client.get(retrying.location).text
     assert f'<a href="{link(CHILD)}" data-link="batch"><code>{CHILD}</code></a>' in job_page
     r.zadd("retry", {json.dumps({"class": "x", "args": [], "jid": "1" * 24, "bid": "a/b"}): 1})
