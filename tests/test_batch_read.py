@@ -43,6 +43,18 @@ def write_batch(r: redis.Redis, bid: str, **fields: Any) -> None:
     r.zadd(keys.batches, {bid: float(fields["created_at"])})
 
 
+def waiting(r: redis.Redis, bid: str, jid: str, queue: str = "default", **job: Any) -> str:
+    """A job of batch ``bid`` waiting in ``queue``, as the batch's push leaves it: in the queue
+    with its ``bid``, and among the batch's pending jids. Returns the jid."""
+    keys = Keys()
+    now = time.time()
+    job = {"class": "reports.part", "args": [], **job, "jid": jid, "queue": queue, "bid": bid}
+    r.lpush(keys.queue(queue), json.dumps({**job, "created_at": now, "enqueued_at": now}))
+    r.sadd(keys.queues, queue)
+    r.sadd(keys.batch_pending(bid), jid)
+    return jid
+
+
 def fill_batches(r: redis.Redis, now: float | None = None) -> float:
     """Five batches in every state, a listed one that expired and one of the wrong type; the
     child's failed jobs in the retry and dead sets, with its ``bid``. Returns the time used."""
@@ -325,10 +337,9 @@ def test_a_batch_hash_of_the_wrong_type_is_a_bad_key(client, keys, r):
 
 def test_cancel_marks_the_batch_and_takes_its_waiting_jobs_out(client, keys, r):
     fill_batches(r)
-    pushed = get_client()
-    mine = [pushed.push({"class": "reports.part", "args": [n], "bid": CHILD}) for n in (1, 2)]
-    other = pushed.push({"class": "reports.part", "args": [CHILD], "bid": DONE})  # mentions it
-    assert None not in (*mine, other)
+    for jid in PENDING[2:4]:
+        waiting(r, CHILD, jid)
+    other = waiting(r, DONE, "9" * 24, args=[CHILD])  # another batch's, mentioning this one
     Batch(CHILD).cancel()
     state = Batch(CHILD).state()
     assert state is not None and state.cancelled and state.status == "cancelled"

@@ -14,7 +14,6 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from djqueue.api import Batch, Queue, RetrySet
-from djqueue.client import get_client
 from tests.test_batch_read import (
     CHILD,
     DONE,
@@ -22,6 +21,7 @@ from tests.test_batch_read import (
     check_batch_page,
     check_batches_page,
     fill_batches,
+    waiting,
 )
 
 pytestmark = pytest.mark.django_db
@@ -97,7 +97,7 @@ def test_staff_need_the_view_permission(client: Client, r: redis.Redis, page: st
 
 def test_cancel_needs_the_delete_permission_and_the_csrf_token(r: redis.Redis) -> None:
     fill_batches(r)
-    get_client().push({"class": "x", "args": [1], "bid": DONE})
+    waiting(r, DONE, "9" * 24)
     client = Client(enforce_csrf_checks=True)
     client.force_login(user("view_job", "change_job"))
     page = client.get(link(DONE)).content.decode()

@@ -28,6 +28,7 @@ from tests.test_batch_read import (
     check_batch_page,
     check_batches_page,
     fill_batches,
+    waiting,
     write_batch,
 )
 
@@ -111,7 +112,7 @@ def test_a_batch_job_leads_to_its_page_and_its_page_back_to_the_batch(
     assert retrying.location == f"/jobs/retries/{RetrySet().find_job(RETRYING).key}"
     died = client.get(link(f"{CHILD}/job/{DIED}"))
     assert died.status_code == 302 and died.location.startswith("/jobs/dead/")
-    get_client().push({"class": "x", "args": [], "jid": PENDING[2], "bid": CHILD, "queue": "q"})
+    waiting(r, CHILD, PENDING[2], queue="q")
     queued = client.get(link(f"{CHILD}/job/{PENDING[2]}"))
     assert queued.location == f"/jobs/queues/q/job/0-{PENDING[2]}"
     assert f'href="{link(CHILD)}" data-link="batch"' in client.get(queued.location).text
@@ -133,8 +134,9 @@ def test_cancel_asks_first_then_takes_the_waiting_jobs_out(
     client: Any, access: Access, r: redis.Redis
 ) -> None:
     fill_batches(r)
-    jids = [get_client().push({"class": "x", "args": [n], "bid": CHILD}) for n in (1, 2)]
-    assert len(jids) == 2 and Queue().size == 2
+    for jid in PENDING[2:4]:
+        waiting(r, CHILD, jid)
+    assert Queue().size == 2
     page = client.get(link(CHILD)).text
     assert 'name="action" value="cancel"' in page
     refused = client.post(link(CHILD), data={"action": "cancel", "confirm": "yes"})
