@@ -109,15 +109,25 @@ class JobStatus:
     def finished(self) -> bool:
         return self.state in FINISHED
 
-    @property
-    def args(self) -> list[Any] | None:
-        """The job's arguments as pushed (None when unknown)."""
+    def _pushed(self, field: str) -> Any:
+        """A field of the payload as pushed (None when unknown)."""
         try:
             found = json.loads(self.payload_json) if self.payload_json else None
         except ValueError:
             return None
-        args = found.get("args") if isinstance(found, dict) else None
+        return found.get(field) if isinstance(found, dict) else None
+
+    @property
+    def args(self) -> list[Any] | None:
+        """The job's arguments as pushed (None when unknown)."""
+        args = self._pushed("args")
         return args if isinstance(args, list) else None
+
+    @property
+    def bid(self) -> str:
+        """The id of the batch the job was pushed in (``""``: none, or unknown)."""
+        bid = self._pushed("bid")
+        return bid if isinstance(bid, str) else ""
 
     @property
     def value(self) -> Any:

@@ -219,7 +219,8 @@ class _Pages:
             except forms.Refused:
                 abort(403)
             if isinstance(found, Redirect):
-                flash(found.message, "success" if found.ok else "warning")
+                if found.message:
+                    flash(found.message, "success" if found.ok else "warning")
                 return redirect(found.url)
             if isinstance(found, Json):
                 return jsonify(found.data), found.status

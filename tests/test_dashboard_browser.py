@@ -46,6 +46,7 @@ from tests.browser import (
     log_in,
     update_docs_screenshot,
 )
+from tests.test_batch_read import CHILD, check_batch_page, check_batches_page, fill_batches
 from tests.test_limits import check_limits_page, fill_limiters
 from tests.worker_support import Running, wait_for
 
@@ -738,3 +739,40 @@ def test_limits_page_shows_each_limiter_its_use_and_refusals(
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
         shoot(page, mount, f"limits-{scheme}")
+
+
+# -- batches ----------------------------------------------------------------------------------
+
+
+def test_batches_pages_show_progress_failures_and_cancel(
+    page: Page, mount: Mount, r: redis.Redis
+) -> None:
+    fill_batches(r)
+
+    def link(path: str) -> str:
+        bid, _, jid = path.partition("/job/")
+        return mount.url("batch_job", bid=bid, jid=jid) if jid else mount.url("batch", bid=bid)
+
+    go(page, mount.url("batches"))
+    check_batches_page(page.content(), link)
+    expect(page.locator("nav.djqueue-nav .active")).to_contain_text("Batches")
+    bar = page.locator(f'#result_list tr[data-bid="{CHILD}"] svg.djqueue-progress')
+    box = bar.bounding_box()
+    assert box is not None and box["width"] > 100 and box["height"] >= 8
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        shoot(page, mount, f"batches-{scheme}")
+    page.emulate_media(color_scheme="light")
+    page.locator(f'#result_list tr[data-bid="{CHILD}"] th a').click()
+    page.wait_for_url(f"**{link(CHILD)}")
+    check_batch_page(page.content(), link)
+    shoot(page, mount, "batch")
+    page.get_by_role("button", name="Cancel batch").click()
+    expect(page.locator("h2.djqueue-question")).to_contain_text("Cancel batch <b>part 1</b>?")
+    page.get_by_role("button", name="Yes, I’m sure").click()
+    expect(messages(page)).to_have_text(["Cancelled batch <b>part 1</b>."])
+    expect(page.locator(".djqueue-batch h2 .djqueue-tag")).to_have_attribute(
+        "data-status", "cancelled"
+    )
+    assert page.get_by_role("button", name="Cancel batch").count() == 0
+    shoot(page, mount, "batch-cancelled")

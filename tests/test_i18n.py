@@ -28,6 +28,7 @@ from flask_djqueue import DjQueue
 from flask_djqueue.dashboard import dashboard_blueprint
 from tests.page_support import run_for_metrics
 from tests.test_api_process import heartbeat, job, working
+from tests.test_batch_read import CHILD, PARENT, fill_batches
 
 LANGUAGES = ["fa", "ja", "zh_Hans"]
 FIX = "run `python -m djqueue.web.i18n extract`, translate the new entries, then `... compile`"
@@ -194,6 +195,11 @@ def test_every_page_reads_without_english_in_japanese(
     pages = {
         "delete question": client.post(urls[-3], data={"csrf_token": csrf, "action": "delete"}).text
     }
+    fill_batches(r)
+    cancel = {"csrf_token": csrf, "action": "cancel"}
+    pages["cancel question"] = client.post(f"/jobs/batches/{CHILD}", data=cancel).text
+    urls += ["/jobs/batches", "/jobs/batches/x"]
+    urls += [f"/jobs/batches/{CHILD}", f"/jobs/batches/{PARENT}"]
     for url in urls:
         found = client.get(url)
         assert found.status_code in (200, 404), url

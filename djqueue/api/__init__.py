@@ -16,6 +16,7 @@ settings and connection pool. Nothing is read until a property or method asks.
 
 from __future__ import annotations
 
+from .batches import Batch, Batches
 from .listing import Filter, Listing
 from .periodic import PeriodicJob, PeriodicSet
 from .process import Process, ProcessSet
@@ -27,6 +28,8 @@ from .stats import History, Stats
 from .work import Work, WorkSet
 
 __all__ = [
+    "Batch",
+    "Batches",
     "DeadSet",
     "Filter",
     "PeriodicJob",

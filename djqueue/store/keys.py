@@ -114,6 +114,9 @@ class Keys:
         self.paused = o + "paused"
         #: Counter: jobs taken after their deadline (``expires_at``) and not run, ever.
         self.expired = o + "stat:expired"
+        #: Sorted set: batch id -> created_at, every batch kept (the Batches page's listing,
+        #: newest first; the janitor trims entries older than the batch retention).
+        self.batches = o + "batches"
 
     def job_metrics(self, bucket: str) -> str:
         """Sidekiq 8's hash of per-class counts for one time bucket (``j|250214|8:43``)."""
@@ -139,6 +142,18 @@ class Keys:
         """A limiter's state (`djqueue.store.limits`): a concurrency limiter's leases or a
         window's grants (sorted sets), a bucket's tokens (hash)."""
         return f"{self.own_prefix}limit:{name}"
+
+    def batch(self, bid: str) -> str:
+        """A batch's hash: description, times, counts, parent, callbacks (`djqueue.batch`)."""
+        return f"{self.own_prefix}batch:{bid}"
+
+    def batch_pending(self, bid: str) -> str:
+        """The set of a batch's jids that have not succeeded yet."""
+        return f"{self.own_prefix}batch:{bid}:pending"
+
+    def batch_failed(self, bid: str) -> str:
+        """Hash: jid -> JSON of that job's latest failure, while it has not succeeded."""
+        return f"{self.own_prefix}batch:{bid}:failed"
 
     def queue(self, name: str) -> str:
         return f"{self.prefix}queue:{name}"

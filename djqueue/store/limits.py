@@ -19,7 +19,7 @@ from typing import Any
 import redis
 
 from .keys import LIMITERS_TTL, Keys
-from .replies import integer, text, text_hash
+from .replies import integer, number, text, text_hash
 from .scripts import LIMIT_ENTER, LIMIT_RENEW, PUT_BACK
 
 #: What `LimitStore.enter` is given for each limiter: kind, name, limit, per (seconds).
@@ -139,15 +139,8 @@ def _used(limiter: LimiterFigures, reply: Any, now: float) -> LimiterFigures:
         return replace(limiter, problem=f"its key holds another type ({text(reply)})")
     if limiter.kind != "bucket":
         return replace(limiter, used=integer(reply))
-    tokens, at = (_number(value) for value in reply)
+    tokens, at = (number(value) for value in reply)
     if tokens is None or at is None:
         return limiter
     refilled = tokens + max(0.0, now - at) * limiter.limit / limiter.per
     return replace(limiter, used=round(max(0.0, limiter.limit - refilled), 1))
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None

@@ -10,6 +10,7 @@ caller names the bad key (`djqueue.store.bad_keys`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -41,3 +42,13 @@ def integer(value: Any, default: int = 0) -> int:
             return int(float(value))
         except (TypeError, ValueError):
             return default
+
+
+def number(value: Any) -> float | None:
+    """A reply holding a time or an amount (``"1732614000.25"``) as a float; None when it is
+    missing or not a finite number (the caller names the bad field)."""
+    try:
+        found = float(value)
+    except (TypeError, ValueError):
+        return None
+    return found if math.isfinite(found) else None

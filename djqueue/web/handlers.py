@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 from ..errors import RedisUnavailable
 from . import assets, forms
+from . import batches as web_batches
 from . import busy as web_busy
 from . import limits as web_limits
 from . import metrics as web_metrics
@@ -181,6 +182,35 @@ def _job(req: WebRequest, kind: str, key: str, queue: str = "") -> Result:
     crumbs.append((found.list_title if found else gettext("List"), back))
     title = found.job_name if found else gettext("Job not found")
     return Render("job.html", title, context, 200 if found else 404, crumbs)
+
+
+# -- batches ---------------------------------------------------------------------------------
+
+
+def batches(req: WebRequest) -> Result:
+    """Every batch kept, newest first, with its progress."""
+    found = web_batches.batches_page(req.query, req.settings)
+    return Render("batches.html", gettext("Batches"), {"batches": found})
+
+
+def batch(req: WebRequest, bid: str) -> Result:
+    """One batch: counts, callbacks, failed jobs, pending jids, parent and children; Cancel."""
+    here = req.url("batch", bid=bid)
+    if req.method == "POST":
+        return answer(req, here, web_batches.cancel_batch, req.form, bid=bid)
+    found = web_batches.batch_page(bid, req.settings)
+    title = (found.state.description or bid) if found else gettext("Batch not found")
+    crumbs = [(gettext("Batches"), req.url("batches"))]
+    return Render("batch.html", title, {"batch": found, "bid": bid}, 200 if found else 404, crumbs)
+
+
+def batch_job(req: WebRequest, bid: str, jid: str) -> Result:
+    """A batch's job, followed to its page where it waits or lies (the retry set, the dead
+    set, the schedule, a queue), else to its lifecycle (find by jid)."""
+    found = web_batches.job_location(jid, req.settings)
+    if found is not None:
+        return Redirect(req.url(found[0], **found[1]))
+    return Redirect(f"{req.url('job_status')}?{urlencode({'jid': jid})}")
 
 
 # -- periodic, busy and metrics --------------------------------------------------------------

@@ -8,6 +8,7 @@ as Sidekiq's Web UI does, instead of an error.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,9 @@ from .frames import Frame, frames
 from .i18n import gettext
 from .i18n import gettext_lazy as _
 from .lists import WHEN, list_title, source
+
+#: An id that can sit in a URL path as it is (`linkable`).
+LINKABLE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 
 @dataclass
@@ -50,6 +54,10 @@ class JobPage:
     actions: list[Action]
     #: The job's lifecycle when it is tracked (`djqueue.web.lifecycle`), else empty.
     lifecycle: list[Field] = field(default_factory=list)
+    #: The batch the job belongs to (its payload's ``bid``), else empty.
+    bid: str = ""
+    #: Whether ``bid`` can be linked to its batch's page (`linkable`).
+    bid_link: bool = False
 
 
 def job_page(
@@ -90,6 +98,8 @@ def job_page(
     error = f"{record.error_class}: {record.error_message or ''}" if record.has_error else ""
     problem = record.parse_error or (gettext("not a job") if record.is_malformed else "")
     payload = display.payload_text(record.item, show_args) if record.item else record.value
+    bid = record.item.get("bid") if record.item else None
+    bid = bid if isinstance(bid, str) else ""
     return JobPage(
         kind=kind,
         key=key,
@@ -104,6 +114,8 @@ def job_page(
         problem=problem,
         actions=actions_for(kind),
         lifecycle=_lifecycle(record.jid or "", settings),
+        bid=bid,
+        bid_link=linkable(bid),
     )
 
 
@@ -148,6 +160,12 @@ def unique_fields(item: dict[str, Any], jid: str, settings: Settings | None) -> 
     if found.holder and not found.problem and found.ttl is not None:
         rows.append(time_field(gettext("Unique lock expires"), time.time() + found.ttl))
     return rows
+
+
+def linkable(name: str | None) -> bool:
+    """Whether a batch id or a jid can sit in a URL path as it is, and so be a link (djqueue's
+    are hex, Sidekiq Pro's batch ids URL-safe base64); any other is shown as text."""
+    return bool(name) and LINKABLE.fullmatch(name or "") is not None
 
 
 def _lifecycle(jid: str, settings: Settings | None) -> list[Field]:

@@ -16,7 +16,7 @@ from ..errors import BadKey
 from . import display
 from .i18n import gettext
 from .i18n import gettext_lazy as _
-from .job import Field, time_field
+from .job import Field, linkable, time_field
 
 #: A jid as djqueue and Sidekiq write it: 24 hex characters (others may push other strings).
 MAX_JID = 100
@@ -33,6 +33,9 @@ class StatusPage:
     args: str
     #: What is wrong with the status hash, one line each (`djqueue.lifecycle.JobStatus`).
     problems: tuple[str, ...] = ()
+    #: The job's batch (its payload's ``bid``), else empty; linked when `bid_link`.
+    bid: str = ""
+    bid_link: bool = False
 
 
 def lifecycle_fields(st: lifecycle.JobStatus) -> list[Field]:
@@ -89,4 +92,6 @@ def status_page(jid: str, settings: Settings | None = None) -> StatusPage:
         fields=lifecycle_fields(st),
         args=display.args_text(args, show, limit=None) if args is not None else "",
         problems=st.problems,
+        bid=st.bid,
+        bid_link=linkable(st.bid),
     )

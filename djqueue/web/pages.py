@@ -9,8 +9,9 @@ endpoint ``<route>``). Paths use the ``<converter:name>`` syntax both frameworks
 
 Who may do what: seeing any page needs ``view``; each posted action needs the permission its
 `djqueue.web.actions.Action` (or the periodic actions) names, clearing a queue ``delete``,
-pausing and resuming one, quieting and stopping processes ``change`` — the `Route.acts`
-column says which, for the docs and for the mounts that want to hide a page's buttons.
+pausing and resuming one, quieting and stopping processes ``change``, cancelling a batch
+``delete`` (its waiting jobs are removed) — the `Route.acts` column says which, for the docs
+and for the mounts that want to hide a page's buttons.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ TABS = (
     Tab("scheduled", _("Scheduled"), "scheduledjob", "scheduled"),
     Tab("retries", _("Retries"), "retryjob", "retries"),
     Tab("dead", _("Dead"), "deadjob", "dead"),
+    Tab("batches", _("Batches"), "batch", "batches"),
     Tab("periodic", _("Periodic"), "periodicjob", "periodic"),
     Tab("busy", _("Busy"), "busy", "busy"),
     Tab("metrics", _("Metrics"), "metrics", "metrics"),
@@ -79,6 +81,9 @@ ROUTES = (
     Route("retries_job", "retries", "<path:key>", handlers.retries_job, POST, BOTH),
     Route("dead", "dead", "", handlers.dead, POST, BOTH),
     Route("dead_job", "dead", "<path:key>", handlers.dead_job, POST, BOTH),
+    Route("batches", "batches", "", handlers.batches),
+    Route("batch_job", "batches", "<bid>/job/<jid>", handlers.batch_job),
+    Route("batch", "batches", "<bid>", handlers.batch, POST, ("delete",)),
     Route("periodic", "periodic", "", handlers.periodic, POST, BOTH),
     Route("periodic_entry", "periodic", "<path:name>", handlers.periodic_entry, POST, BOTH),
     Route("busy", "busy", "", handlers.busy, POST, ("change",)),

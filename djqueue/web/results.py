@@ -77,7 +77,8 @@ class Render:
 
 @dataclass
 class Redirect:
-    """Go to ``url`` and show ``message`` there (so a reload does not repeat an action)."""
+    """Go to ``url`` and show ``message`` there (so a reload does not repeat an action); no
+    message: only go there."""
 
     url: str
     message: str = ""

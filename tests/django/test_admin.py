@@ -156,6 +156,7 @@ def test_admin_index_lists_the_pages(admin_client: Client) -> None:
         "scheduledjob",
         "retryjob",
         "deadjob",
+        "batch",
         "busy",
         "metrics",
         "limits",

@@ -126,6 +126,7 @@ def test_the_index_and_the_tab_bar_list_the_page(admin_client: Client) -> None:
         "Scheduled",
         "Retries",
         "Dead",
+        "Batches",
         "Periodic",
         "Busy",
         "Metrics",

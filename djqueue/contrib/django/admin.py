@@ -1,5 +1,5 @@
-"""djqueue's pages in the Django admin: dashboard, queues, scheduled, retries, dead, periodic,
-busy.
+"""djqueue's pages in the Django admin: dashboard, queues, scheduled, retries, dead, batches,
+periodic, busy, metrics, limits.
 
 Each tab of `djqueue.web.pages` is a `PageAdmin` registered for one of the unmanaged models in
 `models`, so it shows in the admin's index and sidebar like any model. Its URLs are the page
@@ -76,6 +76,7 @@ PAGES = (
     models.ScheduledJob,
     models.RetryJob,
     models.DeadJob,
+    models.Batch,
     models.PeriodicJob,
     models.Busy,
     models.Metrics,

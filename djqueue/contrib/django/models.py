@@ -69,6 +69,11 @@ class DeadJob(_Page):
         verbose_name, verbose_name_plural = _("dead job"), _("dead")
 
 
+class Batch(_Page):
+    class Meta(_Page.Meta):
+        verbose_name, verbose_name_plural = _("batch"), _("batches")
+
+
 class Busy(_Page):
     class Meta(_Page.Meta):
         verbose_name = verbose_name_plural = _("busy")

@@ -115,6 +115,7 @@ def _may(page: PageAdmin, request: HttpRequest, permission: str) -> bool:
 
 def respond(page: PageAdmin, request: HttpRequest, req: WebRequest, found: Result) -> HttpResponse:
     if isinstance(found, Redirect):
+        # Django's messages drop an empty one: a redirect without a message shows none.
         (messages.success if found.ok else messages.warning)(request, found.message)
         return HttpResponseRedirect(found.url)
     if isinstance(found, Json):
