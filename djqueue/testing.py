@@ -27,7 +27,7 @@ from .client import Client
 from .errors import DjQueueError
 from .executor import run
 from .job import ClassHandle, Job, JobHandle
-from .payload import Payload, dumps, loads, now
+from .payload import BATCH_DEFINITION, Payload, dumps, loads, now
 from .signals import job_enqueued
 
 DISABLED, FAKE, INLINE = "disabled", "fake", "inline"
@@ -164,6 +164,7 @@ def capture(payloads: list[Payload], mode: str) -> None:
     if mode not in (FAKE, INLINE):
         raise ValueError(f"mode must be {FAKE!r} or {INLINE!r}, got {mode!r}")
     for payload in payloads:
+        payload.pop(BATCH_DEFINITION, None)  # the batch is created by a real write only
         # Round-trip through JSON so the test sees exactly what a worker would have read.
         record = loads(dumps(payload))
         at = record.get("at")

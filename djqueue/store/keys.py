@@ -114,6 +114,10 @@ class Keys:
         self.paused = o + "paused"
         #: Counter: jobs taken after their deadline (``expires_at``) and not run, ever.
         self.expired = o + "stat:expired"
+        #: Sorted set: batch id -> created_at, every batch within its retention
+        #: (`djqueue.batch`; trimmed by the janitor). lua/batch.lua makes the batch keys'
+        #: names from `status_prefix`, as the unique locks'.
+        self.batches = o + "batches"
 
     def job_metrics(self, bucket: str) -> str:
         """Sidekiq 8's hash of per-class counts for one time bucket (``j|250214|8:43``)."""
@@ -175,6 +179,18 @@ class Keys:
     def unique(self, digest: str) -> str:
         """A unique job's lock: the jid of the job holding it (`djqueue.unique`)."""
         return f"{self.unique_prefix}{digest}"
+
+    def batch(self, bid: str) -> str:
+        """Hash: a batch's description, counts, callbacks and times (docs/design.md, "Batches")."""
+        return f"{self.own_prefix}batch:{bid}"
+
+    def batch_pending(self, bid: str) -> str:
+        """Set: the jids of a batch's jobs that have not succeeded yet."""
+        return f"{self.own_prefix}batch:{bid}:pending"
+
+    def batch_failed(self, bid: str) -> str:
+        """Hash: jid -> JSON of the latest failure of each failed job of a batch."""
+        return f"{self.own_prefix}batch:{bid}:failed"
 
     def status_done(self, jid: str) -> str:
         """A one-element list pushed when the tracked job finishes; result() blocks on it."""

@@ -1,7 +1,8 @@
 """The processor step that ends a tracked job: completed with its return value, or cancelled.
 
-Only jobs pushed with a ``retention`` come here (a dict lookup tells; the others go straight
-through). The end is not written here: it is attached to the job (`Unit.ending`) and rides on
+Only jobs pushed with a ``retention``, and the steps of a chain (`djqueue.batch.chain`, whose
+next step may take this one's result), come here (two dict lookups tell; the others go
+straight through). The end is not written here: it is attached to the job (`Unit.ending`) and rides on
 the job's acknowledgement, which the next fetch of any processor carries (take.lua removes the
 job from its working list and writes its end and return value in the same step). So a tracked
 job costs no round trip of its own, and its end is written as soon as its acknowledgement is:
@@ -28,7 +29,7 @@ class Lifecycle:
     runtime keeps on its unit (`Unit.result`)."""
 
     def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None] | None:
-        if "retention" not in payload:
+        if "retention" not in payload and "chain" not in payload:
             return None
         return self.track(unit, payload)
 

@@ -16,7 +16,9 @@
 -- Then the status key prefix and this process's identity: a tracked job taken becomes 'active'
 -- (its attempts counted, the process named), one pushed back 'pending' again. A unique job
 -- (unique.lua) acknowledged or ended frees its lock; one taken frees it when it was pushed
--- with unique_until 'start'.
+-- with unique_until 'start'. A job of a batch (batch.lua) acknowledged counts as a success in
+-- it, in the same step (an end 'cancelled' counts as a failure); a chain's step ended
+-- 'completed' pushes the chain's next step, with its result when the chain passes results.
 -- Returns {how many jobs were pushed back, the pair numbers of the queues whose key this call
 -- checked, negative for one skipped because its key is not a list (space-separated), the
 -- positions (1-based) among the jobs taken of
@@ -37,6 +39,7 @@
 
 --!include status
 --!include unique
+--!include batch
 local identity = table.remove(ARGV)
 local status_prefix = table.remove(ARGV)
 local skipped = {}
@@ -53,6 +56,7 @@ local first_back = first_end + 6 * tonumber(ARGV[4])
 for i = 5, first_end - 1, 2 do
   if redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1]) == 1 then
     unique_release(status_prefix, ARGV[i + 1], 'end')
+    batch_succeeded(status_prefix, ARGV[i + 1])
   end
 end
 for i = first_end, first_back - 1, 6 do
@@ -68,6 +72,14 @@ for i = first_end, first_back - 1, 6 do
         end
       end
       status_finished(status_prefix, tracked, ARGV[i + 2], unpack(fields))
+    end
+    if ARGV[i + 2] == 'cancelled' then
+      batch_failed(status_prefix, ARGV[i + 1], false, ARGV[i + 4], ARGV[i + 5])
+    else
+      batch_succeeded(status_prefix, ARGV[i + 1])
+      if ARGV[i + 2] == 'completed' then
+        chain_next(status_prefix, ARGV[i + 1], ARGV[i + 3])
+      end
     end
   end
 end
