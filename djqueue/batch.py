@@ -159,7 +159,10 @@ class Batch:
         block, self._block = self._block, None
         if exc_type is None and not self._carried and self.client is not None:
             add_empty_batch(self.client, self._definition)
-        return block.__exit__(exc_type, exc, tb)
+        done = block.__exit__(exc_type, exc, tb)
+        if exc_type is None:
+            self.reopened = True  # written: a block opened again adds to it
+        return done
 
     def stamp(self, jobs: list[Payload]) -> None:
         """Make ``jobs`` (pushed in the block) jobs of this batch; each carries the batch's

@@ -94,3 +94,13 @@ def tally(key: str, *args: object) -> None:
     values ``key:jobs`` (of `pid_note`) held when it ran."""
     seen = {json.loads(entry)[0] for entry in r().lrange(f"{key}:jobs", 0, -1)}
     r().rpush(key, json.dumps([*args, len(seen)]))
+
+
+@djqueue.job(name="b.add_to", retry=3, retry_in=_retry_now)
+def add_to(total: int, key: str, n: int, fail_first: bool = False) -> int:
+    """A chain's step taking the previous step's result first: records and returns
+    ``total + n``; with ``fail_first``, fails at its first run."""
+    if fail_first and r().incr(f"add_to:{key}:{n}") == 1:
+        raise RuntimeError("first run")
+    r().rpush(key, json.dumps([total, n]))
+    return total + n
