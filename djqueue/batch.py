@@ -69,7 +69,7 @@ def _template(client: Client, signature: Any, what: str) -> tuple[Payload, list[
     first = what.startswith("chain")
     job["args"] = [PLACEHOLDER, *job["args"]] if first else [*job["args"], PLACEHOLDER]
     text = encode(job, settings.max_payload_bytes)
-    head, mark, tail = text.partition(dumps(PLACEHOLDER))
+    head, mark, tail = text.partition(json.dumps(PLACEHOLDER))
     if not mark or mark in tail:
         raise ValueError(f"{what}: an argument holds djqueue's placeholder text")
     return shown, [job["queue"], head, tail]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -275,12 +275,11 @@ class Client:
         report_not_unique(payloads, holders)
         return holders.keys()
 
-
     def write(
         self,
         queued: dict[str, list[str]],
         scheduled: list[tuple[float, str]],
-        batches: list[str] = [],  # noqa: B006 - never changed
+        batches: Sequence[str] = (),
         in_batch: bool = False,
     ) -> list[tuple[str, str]]:
         """The store's push (`JobStore.push`), with its errors as djqueue's: Redis out of
