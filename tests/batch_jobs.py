@@ -104,3 +104,10 @@ def add_to(total: int, key: str, n: int, fail_first: bool = False) -> int:
         raise RuntimeError("first run")
     r().rpush(key, json.dumps([total, n]))
     return total + n
+
+
+@djqueue.job(name="b.dropped", retry=False)
+def dropped(key: str) -> None:
+    """Fails once and is dropped (retry: false): neither retried nor in the dead set."""
+    r().rpush(key, "ran")
+    raise RuntimeError("dropped")

@@ -14,7 +14,17 @@ from djqueue.batch import Batch
 from djqueue.store import Keys
 from djqueue.store.batches import BatchStore
 
-from .batch_jobs import callback, doomed, fail_once, fan_out, note, pid_note, tally, wait_cancel
+from .batch_jobs import (
+    callback,
+    doomed,
+    dropped,
+    fail_once,
+    fan_out,
+    note,
+    pid_note,
+    tally,
+    wait_cancel,
+)
 from .worker_support import wait_for
 
 
@@ -117,6 +127,17 @@ def test_a_dead_job_gives_death_once_and_no_success(r, worker):
     assert state.dead == 2 and not state.successful
     assert state.failed[jid]["error_class"] == "RuntimeError"
     assert state.failed[jid]["dead"] is True and state.failed[jid]["class"] == "b.doomed"
+
+
+def test_a_dropped_job_is_a_death_not_a_success(r, worker):
+    """``retry: false``: acknowledged without a retry or a dead-set entry, and counted as
+    dead in its batch (a plain acknowledgement would have counted a success)."""
+    worker(concurrency=1)
+    with Batch(on_death=callback.s("death"), on_success=callback.s("success")) as batch:
+        jid = dropped.perform_later("x")
+    (death,) = settled(r, "death")
+    assert death[0]["dead"] == 1 and r.llen("success") == 0 and r.zcard("dead") == 0
+    assert batch.status().failed[jid]["error_message"] == "dropped"
 
 
 def test_nested_batches_the_parent_succeeds_after_its_child(r, worker):
