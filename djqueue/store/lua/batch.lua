@@ -38,15 +38,50 @@ local function batch_touch(key)
   redis.call('EXPIRE', key .. ':failed', ttl)
 end
 
--- The decoded job when it carries FIELD ('bid' or 'chain'), else nil.
+-- The decoded job when it carries FIELD ('bid' or 'chain'), else nil. A job is decoded once
+-- per call (push.lua looks at a job of a batch before it writes it, and when it counts it).
+local batch_decoded = {}
 local function batch_job(json, field)
   if not string.find(json, '"' .. field .. '":', 1, true) then return nil end
-  local ok, decoded = pcall(cjson.decode, json)
-  if ok and type(decoded) == 'table' and type(decoded['jid']) == 'string'
-      and decoded[field] ~= nil then
+  local decoded = batch_decoded[json]
+  if decoded == nil then
+    local ok
+    ok, decoded = pcall(cjson.decode, json)
+    if not ok or type(decoded) ~= 'table' or type(decoded['jid']) ~= 'string' then
+      decoded = false
+    end
+    batch_decoded[json] = decoded
+  end
+  if decoded and decoded[field] ~= nil then
     return decoded
   end
   return nil
+end
+
+-- Jobs counted at the end of a call, per batch (`batch_count`): jids by bid, bids in order.
+local batch_gathered, batch_bids = {}, {}
+local function batch_gather(json)
+  local job = batch_job(json, 'bid')
+  if not job or type(job['bid']) ~= 'string' then return end
+  local bid = job['bid']
+  local jids = batch_gathered[bid]
+  if not jids then
+    jids = {}
+    batch_gathered[bid] = jids
+    batch_bids[#batch_bids + 1] = bid
+  end
+  jids[#jids + 1] = job['jid']
+end
+
+-- COMMAND (SADD, SREM, HDEL) on KEY with every jid of JIDS, in slices; the total it answers.
+local function batch_each(command, key, jids)
+  local done, from = 0, 1
+  while from <= #jids do
+    local stop = math.min(from + 3999, #jids)
+    done = done + redis.call(command, key, unpack(jids, from, stop))
+    from = stop + 1
+  end
+  return done
 end
 
 -- A job text made from a template cut at its placeholder argument: HEAD .. VALUE .. TAIL, or
@@ -156,33 +191,44 @@ local function batch_died(prefix, bid)
   end
 end
 
--- The job (its JSON as stored) was added to its batch by a push: counted once per jid.
-local function batch_added(prefix, json)
-  local job = batch_job(json, 'bid')
-  if not job or type(job['bid']) ~= 'string' then return end
-  local key = batch_key(prefix, job['bid'])
-  if redis.call('EXISTS', key) == 0 then return end
-  if redis.call('SADD', key .. ':pending', job['jid']) == 1 then
-    redis.call('HINCRBY', key, 'total', 1)
-    redis.call('HINCRBY', key, 'pending', 1)
-    redis.call('HINCRBY', key, 'remaining', 1)
+-- The jobs (their JSON as stored) were added to their batches by a push: gathered with
+-- `batch_gather`, counted here once per jid (SADD answers how many were new), per batch.
+local function batch_count_added(prefix)
+  for _, bid in ipairs(batch_bids) do
+    local key = batch_key(prefix, bid)
+    if redis.call('EXISTS', key) == 1 then
+      local added = batch_each('SADD', key .. ':pending', batch_gathered[bid])
+      if added > 0 then
+        redis.call('HINCRBY', key, 'total', added)
+        redis.call('HINCRBY', key, 'pending', added)
+        redis.call('HINCRBY', key, 'remaining', added)
+      end
+      batch_touch(key)
+    end
   end
-  batch_touch(key)
+  batch_gathered, batch_bids = {}, {}
 end
 
--- The job (its JSON as stored) ran and was acknowledged: a success, counted once.
-local function batch_succeeded(prefix, json)
-  local job = batch_job(json, 'bid')
-  if not job or type(job['bid']) ~= 'string' then return end
-  local key = batch_key(prefix, job['bid'])
-  if redis.call('SREM', key .. ':pending', job['jid']) == 0 then return end
-  redis.call('HINCRBY', key, 'pending', -1)
-  if redis.call('HDEL', key .. ':failed', job['jid']) == 0 then
-    -- Its first run ended here (a job that failed before ended its first run then).
-    redis.call('HINCRBY', key, 'remaining', -1)
+-- The jobs (their JSON as stored) ran and were acknowledged: gathered with `batch_gather`,
+-- counted here, per batch. A success counts once: only a jid the SREM removes from
+-- ':pending' (so a job run twice after a crash counts once); one that leaves ':failed' as it
+-- does had its first run counted at its first failure.
+local function batch_count_successes(prefix)
+  for _, bid in ipairs(batch_bids) do
+    local key = batch_key(prefix, bid)
+    local jids = batch_gathered[bid]
+    local removed = batch_each('SREM', key .. ':pending', jids)
+    if removed > 0 then
+      local failed_before = batch_each('HDEL', key .. ':failed', jids)
+      redis.call('HINCRBY', key, 'pending', -removed)
+      if removed > failed_before then
+        redis.call('HINCRBY', key, 'remaining', failed_before - removed)
+      end
+      batch_touch(key)
+      batch_check(prefix, bid)
+    end
   end
-  batch_touch(key)
-  batch_check(prefix, job['bid'])
+  batch_gathered, batch_bids = {}, {}
 end
 
 -- The job (its JSON, with its failure recorded when ERROR_CLASS is nil) failed; DIED: it will

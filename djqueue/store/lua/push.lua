@@ -156,11 +156,12 @@ for i = first_scheduled, #ARGV, 2 do
 end
 if #named > 0 then
   for i = first_json, first_scheduled - 1 do
-    if not (out and out[i]) then batch_added(status_prefix, ARGV[i]) end
+    if not (out and out[i]) then batch_gather(ARGV[i]) end
   end
   for i = first_scheduled, #ARGV, 2 do
-    if not (out and out[i]) then batch_added(status_prefix, ARGV[i + 1]) end
+    if not (out and out[i]) then batch_gather(ARGV[i + 1]) end
   end
+  batch_count_added(status_prefix)
 end
 for _, def in ipairs(creating) do
   batch_check(status_prefix, def['bid'])

@@ -56,7 +56,7 @@ local first_back = first_end + 6 * tonumber(ARGV[4])
 for i = 5, first_end - 1, 2 do
   if redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1]) == 1 then
     unique_release(status_prefix, ARGV[i + 1], 'end')
-    batch_succeeded(status_prefix, ARGV[i + 1])
+    batch_gather(ARGV[i + 1])
   end
 end
 for i = first_end, first_back - 1, 6 do
@@ -76,13 +76,14 @@ for i = first_end, first_back - 1, 6 do
     if ARGV[i + 2] == 'cancelled' then
       batch_failed(status_prefix, ARGV[i + 1], false, ARGV[i + 4], ARGV[i + 5])
     else
-      batch_succeeded(status_prefix, ARGV[i + 1])
+      batch_gather(ARGV[i + 1])
       if ARGV[i + 2] == 'completed' then
         chain_next(status_prefix, ARGV[i + 1], ARGV[i + 3])
       end
     end
   end
 end
+batch_count_successes(status_prefix)
 local pushed = 0
 for i = first_back, #ARGV, 2 do
   local pair = tonumber(ARGV[i])
