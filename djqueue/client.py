@@ -275,6 +275,11 @@ class Client:
         report_not_unique(payloads, holders)
         return holders.keys()
 
+    def create_batches(self, definitions: Sequence[str]) -> None:
+        """Create batches that no job joined (`djqueue.Batch`, empty): their callbacks are
+        pushed at once. The testing helpers replace it, as `raw_push`."""
+        self.write({}, [], definitions)
+
     def write(
         self,
         queued: dict[str, list[str]],
@@ -372,7 +377,7 @@ def _carry(payloads: list[Payload], client: Client, definition: str) -> None:
         if "bid" in payload:
             payload[BATCH_DEFINITION] = [*payload.get(BATCH_DEFINITION, ()), definition]
             return
-    client.write({}, [], [definition])
+    client.create_batches([definition])
 
 
 def add_empty_batch(client: Client, definition: str) -> None:

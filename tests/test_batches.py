@@ -264,3 +264,16 @@ def test_a_thousand_jobs_with_one_of_two_workers_killed(r, redis_url, spawn):
     assert state.successful and state.pending == 0 and state.failures == 0
     assert not r.exists(f"djqueue:batch:{batch.bid}:pending")
     assert entries(r, "done") == [done]
+
+
+def test_the_fake_mode_records_a_batch_s_jobs_and_writes_nothing(r):
+    from djqueue import testing
+
+    with testing.fake() as fake:
+        with Batch(on_success=callback.s("cb")) as batch:
+            note.perform_later("k", 1)
+        with Batch(on_success=callback.s("empty")):
+            pass
+        (job,) = fake.jobs_for(note)
+    assert job["bid"] == batch.bid and "djqueue_batch" not in job
+    assert r.dbsize() == 0
