@@ -29,6 +29,7 @@ from .scripts import (
     FIND_JID,
     MOVE_TO_QUEUE,
     PUSH,
+    PUSH_BATCH,
     PUSH_ONE,
     RETRY_LATER,
 )
@@ -120,7 +121,8 @@ class JobStore:
         for at, json in scheduled:
             args += (at, json)
         args += (*batches, len(batches), "1" if in_batch else "", self.keys.status_prefix)
-        _written, skipped, found = PUSH(self.redis, keys, args)
+        script = PUSH_BATCH if in_batch or batches else PUSH
+        _written, skipped, found = script(self.redis, keys, args)
         if found:
             bad_keys.report(bad_keys.pairs(found))
         names = [text(name) for name in skipped]
