@@ -111,3 +111,29 @@ def dropped(key: str) -> None:
     """Fails once and is dropped (retry: false): neither retried nor in the dead set."""
     r().rpush(key, "ran")
     raise RuntimeError("dropped")
+
+
+@djqueue.job(name="b.until_cancelled")
+def until_cancelled(key: str) -> None:
+    """Runs until it is cancelled (`djqueue.cancel`, tracked jobs), 10 s at most, and returns."""
+    r().rpush(f"{key}:started", "1")
+    for _ in range(200):
+        job = djqueue.current_job()
+        if job is not None and job.cancelled:
+            r().rpush(key, "saw cancelled")
+            return
+        time.sleep(0.05)
+
+
+@djqueue.job(name="b.until_flagged")
+def until_flagged(key: str) -> None:
+    """Returns as soon as its status hash holds a cancel request, before its worker's
+    heartbeat has read it (the race the acknowledgement must settle as the status does)."""
+    job = djqueue.current_job()
+    assert job is not None
+    r().rpush(f"{key}:started", "1")
+    for _ in range(400):
+        if r().hexists(f"djqueue:status:{job['jid']}", "cancel"):
+            r().rpush(key, "returned")
+            return
+        time.sleep(0.01)

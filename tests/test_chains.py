@@ -64,3 +64,21 @@ def test_a_chain_needs_signatures(r):
     with pytest.raises(ValueError, match="at least one step"):
         djqueue.chain()
     assert r.llen("queue:default") == 0
+
+
+@pytest.mark.parametrize("heartbeat", [0.3, 30.0])
+def test_a_step_cancelled_while_it_runs_stops_the_chain(r, worker, heartbeat):
+    """It ends cancelled, not completed, and the next step is not pushed: whether it saw the
+    request (``current_job().cancelled``, read by its worker's beat) or returned before its
+    worker read it (a beat far away): the acknowledgement reads the request as the status
+    does."""
+    from .batch_jobs import until_cancelled, until_flagged
+
+    job = until_cancelled if heartbeat < 1 else until_flagged
+    first, _second = djqueue.chain(job.s("u", retention=60), step.s("u", "next")).perform_later()
+    worker(concurrency=2, heartbeat_interval=heartbeat)
+    wait_for(lambda: r.llen("u:started"), what="the first step's start")
+    assert djqueue.cancel(first) == "cancelling"
+    wait_for(lambda: djqueue.status(first).state == "cancelled", what="the cancelled end")
+    time.sleep(0.5)
+    assert r.llen("u") == 1 and r.llen("queue:default") == 0

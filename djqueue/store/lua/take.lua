@@ -63,6 +63,10 @@ for i = first_end, first_back - 1, 6 do
   if redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1]) == 1 then
     unique_release(status_prefix, ARGV[i + 1], 'end')
     local tracked = status_job(ARGV[i + 1])
+    local state = ARGV[i + 2]
+    if tracked and state ~= 'cancelled' and status_stop_asked(status_prefix, tracked) then
+      state = 'cancelled'  -- as status_finished writes it: the batch and the chain agree
+    end
     if tracked then
       local fields = {}
       for n, name in ipairs({'result', 'error_class', 'error_message'}) do
@@ -73,11 +77,11 @@ for i = first_end, first_back - 1, 6 do
       end
       status_finished(status_prefix, tracked, ARGV[i + 2], unpack(fields))
     end
-    if ARGV[i + 2] == 'cancelled' then
+    if state == 'cancelled' then
       batch_failed(status_prefix, ARGV[i + 1], false, ARGV[i + 4], ARGV[i + 5])
     else
       batch_gather(ARGV[i + 1])
-      if ARGV[i + 2] == 'completed' then
+      if state == 'completed' then
         chain_next(status_prefix, ARGV[i + 1], ARGV[i + 3])
       end
     end
