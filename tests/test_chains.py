@@ -82,3 +82,18 @@ def test_a_step_cancelled_while_it_runs_stops_the_chain(r, worker, heartbeat):
     wait_for(lambda: djqueue.status(first).state == "cancelled", what="the cancelled end")
     time.sleep(0.5)
     assert r.llen("u") == 1 and r.llen("queue:default") == 0
+
+
+def test_signatures_of_function_and_class_jobs(r):
+    from djqueue.batch import Signature
+
+    class Report(djqueue.Job, name="b.report"):
+        def perform(self, *args: object) -> None:
+            pass
+
+    low = step.s("k", 1, queue="low")
+    assert isinstance(low, Signature) and low.item["queue"] == "low"
+    assert low.item["args"] == ["k", 1] and "queue" not in step.s("k").item
+    jid = Report.s("weekly").perform_later()
+    (pushed,) = (json.loads(job) for job in r.lrange("queue:default", 0, -1))
+    assert pushed["jid"] == jid and pushed["class"] == "b.report" and pushed["args"] == ["weekly"]
