@@ -137,3 +137,9 @@ def until_flagged(key: str) -> None:
             r().rpush(key, "returned")
             return
         time.sleep(0.01)
+
+
+@djqueue.job(name="b.anote")
+async def anote(key: str, value: object) -> None:
+    """`note` as an ``async def`` job: run on the worker's event loop, acknowledged by it."""
+    r().rpush(key, json.dumps(value))

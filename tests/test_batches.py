@@ -15,6 +15,7 @@ from djqueue.store import Keys
 from djqueue.store.batches import BatchStore
 
 from .batch_jobs import (
+    anote,
     callback,
     doomed,
     dropped,
@@ -90,6 +91,16 @@ def test_each_callback_once_with_the_status_after_every_job(r, worker):
     assert complete[0]["event"] == "complete" and complete[1] == 10  # every job had run
     state = batch.status()
     assert state.successful and state.complete and (state.pending, state.remaining) == (0, 0)
+
+
+def test_async_jobs_are_counted_as_thread_run_ones(r, worker):
+    worker(concurrency=2)
+    with Batch(on_success=callback.s("success")) as batch:
+        anote.perform_bulk([["async:jobs", n] for n in range(20)])
+        note.perform_later("async:jobs", "sync")
+    (done,) = settled(r, "success")
+    assert done[0]["total"] == 21 and r.llen("async:jobs") == 21
+    assert batch.status().successful
 
 
 def test_a_job_failing_once_gives_complete_with_its_failure_then_success(r, worker):

@@ -31,3 +31,18 @@ def test_a_rollback_leaves_no_batch(r):
         raise ValueError("roll back")
     assert queued(r) == [] and batch.status() is None
     assert r.zcard("djqueue:batches") == 0
+
+
+def test_a_batch_through_the_outbox_row_is_created_when_the_row_is_pushed(r):
+    """The definition travels in the row (the payload as it will be pushed) and is taken out
+    when the row's job is written."""
+    from djqueue.contrib.django.models import OutboxJob
+
+    with transaction.atomic():
+        with djqueue.Batch(on_success=count_orders.s()) as batch:
+            mark_order.set(outbox=True).perform_later(1)
+        (row,) = OutboxJob.objects.all()
+        assert "djqueue_batch" in row.payload
+    (job,) = queued(r)
+    assert job["bid"] == batch.bid and "djqueue_batch" not in job
+    assert batch.status().total == 1 and not OutboxJob.objects.exists()
