@@ -267,6 +267,7 @@ def test_a_thousand_jobs_with_one_of_two_workers_killed(r, redis_url, spawn):
     first.send(signal.SIGKILL)
     first.wait()
     (done,) = settled(r, "done", pause=1.0)
+    assert "left by dead process" in second.output()  # its jobs were recovered, and ran
     ran = {entry[0] for entry in entries(r, "done:jobs")}
     assert ran == set(range(1000))
     assert done[1] == 1000  # when it ran, every job had
@@ -288,3 +289,9 @@ def test_the_fake_mode_records_a_batch_s_jobs_and_writes_nothing(r):
         (job,) = fake.jobs_for(note)
     assert job["bid"] == batch.bid and "djqueue_batch" not in job
     assert r.dbsize() == 0
+
+
+def test_the_janitor_trims_the_listing_after_its_sweep(r, worker):
+    r.zadd("djqueue:batches", {"old": time.time() - 100, "new": time.time()})
+    worker(batch_retention=50)
+    wait_for(lambda: r.zrange("djqueue:batches", 0, -1) == ["new"], what="the trim")
