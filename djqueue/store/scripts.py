@@ -35,7 +35,7 @@ def _pasted(name: str, done: set[str], swap: dict[str, str]) -> str:
             continue  # a comment: Redis keeps every loaded script's text in its memory
         if not line.startswith("--!include "):
             lines.append(line)
-        elif (included := swap.get(name := line.split()[1], name)) not in done:
+        elif (included := swap.get(named := line.split()[1], named)) not in done:
             done.add(included)
             lines.append(_pasted(included, done, swap))
     return "".join(lines)
