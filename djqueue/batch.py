@@ -55,9 +55,11 @@ def _copy(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "args": list(item["args"])}
 
 
-def _template(client: Client, signature: Any, what: str) -> tuple[Payload, list[str]]:
+def _template(
+    client: Client, signature: Any, what: str, first: bool = False
+) -> tuple[Payload, list[str]]:
     """``signature`` as the job it becomes (normalised now: its jid and created_at are fixed)
-    and as [queue, head, tail]: its JSON cut at the placeholder argument, first (a chain
+    and as [queue, head, tail]: its JSON cut at the placeholder argument, ``first`` (a chain
     step's result) or last (a callback's status), which the store fills in. Checked as a push
     is, size included."""
     if not isinstance(signature, Signature):
@@ -66,7 +68,6 @@ def _template(client: Client, signature: Any, what: str) -> tuple[Payload, list[
     job = normalize(_copy(signature.item), settings.default_queue, settings.default_job_options)
     job.pop("at", None)
     shown = dict(job)
-    first = what.startswith("chain")
     job["args"] = [PLACEHOLDER, *job["args"]] if first else [*job["args"], PLACEHOLDER]
     text = encode(job, settings.max_payload_bytes)
     head, mark, tail = text.partition(json.dumps(PLACEHOLDER))
@@ -243,7 +244,7 @@ class JobChain:
         if not isinstance(first, Signature):
             raise TypeError(f"chain step 1 must be a job signature (job.s(...)), got {first!r}")
         later = [
-            _template(client, step, f"chain step {n}")
+            _template(client, step, f"chain step {n}", first=True)
             for n, step in enumerate(self.steps[1:], start=2)
         ]
         item = _copy(first.item)
