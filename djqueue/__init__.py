@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 from . import limits
+from .batch import Batch, JobChain, Signature, chain
 from .client import Client
 from .config import Settings, configure, get_settings
 from .errors import (
     BadKey,
+    BatchClosed,
     ConfigurationError,
     DjQueueError,
     DuplicateJobName,
@@ -34,6 +36,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BadKey",
+    "Batch",
+    "BatchClosed",
     "Chain",
     "Client",
     "ConfigurationError",
@@ -42,6 +46,7 @@ __all__ = [
     "FunctionJob",
     "Job",
     "JobCancelled",
+    "JobChain",
     "JobFailed",
     "JobHandle",
     "JobNotTracked",
@@ -54,9 +59,11 @@ __all__ = [
     "RedisUnavailable",
     "ResultTimeout",
     "Settings",
+    "Signature",
     "UnknownJob",
     "aresult",
     "cancel",
+    "chain",
     "client_middleware",
     "configure",
     "current_job",

@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import redis
+import redis.exceptions
 
 from . import config, connection, unique
 from .config import Settings
-from .errors import RedisUnavailable
+from .errors import BatchClosed, RedisUnavailable
 from .middleware import Chain, client_middleware
-from .payload import Payload, check_json_args, due_at, encode, new_jid, normalize, now
+from .payload import (
+    BATCH_DEFINITION,
+    Payload,
+    check_json_args,
+    due_at,
+    encode,
+    new_jid,
+    normalize,
+    now,
+)
 from .signals import job_enqueued, job_not_unique
 from .store import JobStore, Keys
 
@@ -40,6 +50,8 @@ class Landing:
     #: entries, written after every chain ran), a middleware that returns the payload without
     #: calling ``call_next`` lets the job go now.
     inline: bool = True
+    #: Whether a job landing here joins the `djqueue.Batch` open in the thread.
+    batch: bool = False
 
     def write(self, client: Client, payloads: list[Payload]) -> Collection[str] | None:
         """Encode and write ``payloads`` (normalised jobs that went through the chain).
@@ -51,7 +63,11 @@ class Landing:
 
 class _ToQueue(Landing):
     """A queue, or ``schedule`` for a job with a future ``at``: `Client.push`, ``push_bulk``
-    and everything built on them. Joins the thread's `batched` block when one is open."""
+    and everything built on them. Joins the thread's `batched` block when one is open, and
+    the thread's innermost open `djqueue.Batch` (its jobs are stamped with its ``bid`` before
+    the client middleware sees them)."""
+
+    batch = True
 
     def write(self, client: Client, payloads: list[Payload]) -> Collection[str] | None:
         pending = getattr(_batch, "pending", None)
@@ -174,6 +190,10 @@ class Client:
         commits): it keeps ``call_next``, calls it later, and returns the payload now, so the
         caller gets the jid at once.
         """
+        if landing.batch:
+            opened = getattr(_batch, "opened", None)
+            if opened:
+                opened[-1].stamp(payloads)
         if not landing.chain or not len(self.middleware):
             return _kept(payloads, landing.write(self, payloads))
         passed: list[Payload] = []
@@ -225,7 +245,13 @@ class Client:
         scheduled: list[tuple[float, str]] = []
         queued: dict[str, list[str]] = {}
         limit = self.settings.max_payload_bytes
+        batches: dict[str, None] = {}
+        in_batch = False
         for payload in payloads:
+            if "bid" in payload:
+                in_batch = True
+                for definition in payload.pop(BATCH_DEFINITION, ()):
+                    batches[definition] = None
             at = payload.pop("at", None)
             if at is not None and at > t:
                 payload.pop("enqueued_at", None)
@@ -240,13 +266,7 @@ class Client:
                 queued[payload["queue"]].append(text)
             else:
                 queued[payload["queue"]] = [text]
-        # `connection.translate_errors` inlined: a context manager costs ~1 us a push.
-        try:
-            left_out = self.store.push(queued, scheduled)
-        except RedisUnavailable:  # PoolExhausted: ours already
-            raise
-        except connection.CONNECTION_ERRORS as exc:
-            raise RedisUnavailable(self.settings.safe_redis_url, exc) from exc
+        left_out = self.write(queued, scheduled, list(batches), in_batch)
         if not left_out:
             announce(payloads)
             return None
@@ -254,6 +274,34 @@ class Client:
         announce([payload for payload in payloads if payload["jid"] not in holders])
         report_not_unique(payloads, holders)
         return holders.keys()
+
+    def create_batches(self, definitions: Sequence[str]) -> None:
+        """Create batches that no job joined (`djqueue.Batch`, empty): their callbacks are
+        pushed at once. The testing helpers replace it, as `raw_push`."""
+        self.write({}, [], definitions)
+
+    def write(
+        self,
+        queued: dict[str, list[str]],
+        scheduled: list[tuple[float, str]],
+        batches: Sequence[str] = (),
+        in_batch: bool = False,
+    ) -> list[tuple[str, str]]:
+        """The store's push (`JobStore.push`), with its errors as djqueue's: Redis out of
+        reach raises `RedisUnavailable`, a batch that takes no more jobs `BatchClosed`.
+        ``batches``: definitions of batches (`djqueue.batch`) to create with the jobs; alone
+        (no job), they create empty batches."""
+        # `connection.translate_errors` inlined: a context manager costs ~1 us a push.
+        try:
+            return self.store.push(queued, scheduled, batches, in_batch)
+        except RedisUnavailable:  # PoolExhausted: ours already
+            raise
+        except connection.CONNECTION_ERRORS as exc:
+            raise RedisUnavailable(self.settings.safe_redis_url, exc) from exc
+        except redis.exceptions.ResponseError as exc:
+            if str(exc).startswith("BATCH "):
+                raise BatchClosed(str(exc)[6:]) from None
+            raise
 
 
 def _kept(payloads: list[Payload], skipped: Collection[str] | None) -> list[Payload]:
@@ -296,8 +344,8 @@ _batch = threading.local()
 def batched() -> Iterator[set[str]]:
     """Write the jobs pushed by this thread inside the block together when it ends: one round
     trip per client instead of one per job. Nested blocks join the outermost one; if the block
-    raises, none of its jobs is written. ``push_bulk`` uses it per batch, and the Django app
-    for the jobs held until a transaction commits.
+    raises, none of its jobs is written. ``push_bulk`` uses it per batch, the Django app
+    for the jobs held until a transaction commits, and `djqueue.Batch` for its jobs.
 
     Yields a set that holds, once the outermost block has ended, the jids of the unique jobs
     its write left out (`djqueue.unique`); an inner block's set stays empty.
@@ -307,13 +355,43 @@ def batched() -> Iterator[set[str]]:
         yield left_out
         return
     _batch.pending = {}
+    _batch.empty = []
     try:
         yield left_out
         pending: dict[Client, list[Payload]] = _batch.pending
+        empty: list[tuple[Client, str]] = _batch.empty
     finally:
         _batch.pending = None
+        _batch.empty = None
+    for client, definition in empty:
+        _carry(pending.setdefault(client, []), client, definition)
     for client, payloads in pending.items():
-        left_out.update(client.raw_push(payloads) or ())
+        if payloads:
+            left_out.update(client.raw_push(payloads) or ())
+
+
+def _carry(payloads: list[Payload], client: Client, definition: str) -> None:
+    """A batch that no job of the block joined (`djqueue.Batch`, empty) is created with the
+    block's first job of a batch, in the same write, or on its own when there is none."""
+    for payload in payloads:
+        if "bid" in payload:
+            payload[BATCH_DEFINITION] = [*payload.get(BATCH_DEFINITION, ()), definition]
+            return
+    client.create_batches([definition])
+
+
+def add_empty_batch(client: Client, definition: str) -> None:
+    """Have the open `batched` block create the batch ``definition`` when it ends (a batch
+    no job joined)."""
+    _batch.empty.append((client, definition))
+
+
+def open_batches() -> list[Any]:
+    """The `djqueue.Batch` blocks open in this thread, innermost last (a list to push to)."""
+    opened = getattr(_batch, "opened", None)
+    if opened is None:
+        opened = _batch.opened = []
+    return opened
 
 
 def current_batch() -> object | None:

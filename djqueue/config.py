@@ -60,6 +60,8 @@ class Settings:
     max_retries: int = 25
     dead_max_jobs: int = 10_000
     dead_timeout: float = 180 * 24 * 3600.0
+    #: Seconds a batch's keys live after their last change (`djqueue.batch`).
+    batch_retention: float = 7 * 24 * 3600.0
     heartbeat_interval: float = 5.0
     poll_interval: float = 1.0
     sentinels: tuple[tuple[str, int], ...] = ()

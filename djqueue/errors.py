@@ -176,3 +176,8 @@ class OverLimit(DjQueueError):
         self.kind = kind
         self.retry_after = retry_after
         super().__init__(f"limiter {name!r} ({kind}) is full; try again in {retry_after:.1f}s")
+
+
+class BatchClosed(DjQueueError):
+    """A job was pushed into a batch (`djqueue.Batch`) that no longer takes jobs: it is
+    unknown or expired, was cancelled, or has succeeded. Nothing of the push was written."""

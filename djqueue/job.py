@@ -14,12 +14,15 @@ import inspect
 import math
 from collections.abc import Callable, Iterable, Sequence
 from types import CoroutineType
-from typing import Any, ClassVar, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from . import registry, unique
 from .job_options import _payload_options, check_options
 from .lifecycle import JobRef
 from .limits import Limiter, job_limiters
+
+if TYPE_CHECKING:
+    from .batch import Signature
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -114,6 +117,14 @@ class JobHandle:
             "args": list(args),
         }
         return item  # a falsy retention stays: it wins over a default (`Client.normalize`)
+
+    def s(self, *args: Any, **options: Any) -> Signature:
+        """A signature: this job with these arguments (and options, as `set` takes them), to
+        push later: a batch's callback, a chain's step (`djqueue.batch`)."""
+        from .batch import Signature
+
+        handle = self.set(**options) if options else self
+        return Signature(handle._item(args))
 
     def perform_later(self, *args: Any, **kwargs: Any) -> JobRef | None:
         """Push the job to its queue; it runs as soon as a worker takes it. Returns the jid
@@ -273,6 +284,7 @@ class Job:
     perform_bulk = ClassHandle("perform_bulk")
     perform_now = ClassHandle("perform_now")
     set = ClassHandle("set")
+    s = ClassHandle("s")
     delay = _OtherHabit()
     apply_async = _OtherHabit()
     send = _OtherHabit()

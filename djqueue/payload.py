@@ -24,6 +24,12 @@ Payload = dict[str, Any]
 
 JSON_TYPES = "str, int, float, bool, None, list, or dict with str keys"
 
+#: The key that carries, on a job of a `djqueue.Batch` between its push and its write, the
+#: definitions of the batches to create with it (a list of JSON texts): taken out by the
+#: write (`djqueue.client.Client.raw_push`), never stored in Redis. On the job itself, so a
+#: job held until a commit (or kept in the outbox) creates its batch when it is written.
+BATCH_DEFINITION = "djqueue_batch"
+
 
 def new_jid() -> str:
     """24 lowercase hex characters, like Sidekiq's ``SecureRandom.hex(12)``."""

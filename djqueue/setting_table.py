@@ -153,6 +153,11 @@ CORE: tuple[Setting, ...] = (
     ),
     Setting("dead_timeout", c.seconds(), "seconds the dead set keeps a job (180 days)"),
     Setting(
+        "batch_retention",
+        c.seconds(),
+        "seconds a batch's state (`djqueue.Batch`) is kept after its last change (7 days)",
+    ),
+    Setting(
         "heartbeat_interval",
         c.seconds(),
         "seconds between a worker's heartbeats; a worker silent for three intervals loses its "

@@ -67,7 +67,8 @@ class Batch(ApiObject):
         """The ids of ``state``'s child batches (`child_batches`)."""
         return self._call(lambda: child_batches(self.redis, self.keys, state))
 
-    def cancel(self) -> int:
+    def cancel(self) -> int | None:
         """Cancel the batch: its waiting jobs are removed, running ones see it cancelled.
-        Returns what the store's cancel returns (`djqueue.store.batches.BatchStore`)."""
+        Returns how many waiting jobs were removed, or None when the batch is unknown or
+        expired (`djqueue.store.batches.BatchStore.cancel`)."""
         return self._call(lambda: BatchStore(self.redis, self.keys).cancel(self.bid))

@@ -1,53 +1,60 @@
-"""Batch writes. Only `BatchStore.cancel` here, the smallest form the Batches page needs: the
-batch's creation, the counts kept with each job's acknowledgement, the callbacks and the
-full cancellation belong to the batch runtime (docs/design.md "Batches"), which replaces this
-module whole with the same signature.
+"""Batches' writes outside the job transitions: cancel, and the listing's retention.
+
+A batch is created, and its jobs are counted, inside the job transitions themselves
+(lua/batch.lua, included by push, take, retry_later, bury and finish), so each count moves in
+the same step as the job it counts. What is left here happens to a batch as a whole.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import redis
 
 from .jobs import JobStore
 from .keys import Keys
-from .replies import texts
-from .status import StatusStore
+from .scripts import BATCH_CANCEL, CANCEL
 
 
 class BatchStore:
-    """The batches of one Redis and namespace."""
+    """The batch operations for one Redis and namespace."""
 
     def __init__(self, redis_client: redis.Redis, keys: Keys) -> None:
         self.redis = redis_client
         self.keys = keys
 
-    def cancel(self, bid: str) -> int:
-        """Mark the batch cancelled (``cancelled_at``, kept from the first cancel) and take its
-        jobs out of the queues, the schedule and the retry set, each as `djqueue.cancel`
-        would (a tracked job's status says cancelled). Returns the jobs taken out; 0 also
-        when the batch does not exist."""
-        key = self.keys.batch(bid)
-        if not self.redis.exists(key):
-            return 0
-        self.redis.hsetnx(key, "cancelled_at", repr(time.time()))
-        jobs, statuses = JobStore(self.redis, self.keys), StatusStore(self.redis, self.keys)
-        queues = texts(self.redis.smembers(self.keys.queues))
-        places = [(self.keys.queue(q), "list") for q in queues]
-        places += [(self.keys.schedule, "zset"), (self.keys.retry, "zset")]
+    def cancel(self, bid: str) -> int | None:
+        """Cancel batch ``bid``: marked cancelled (no callback is pushed any more, no job
+        may join it), then its jobs waiting in a queue, the schedule or the retry set are
+        taken out (a tracked one's status says ``cancelled``). Returns how many were taken
+        out, or None when the batch is unknown or expired. Running jobs are not stopped:
+        they see ``Batch(bid).cancelled``."""
+        if not BATCH_CANCEL(self.redis, [self.keys.batch(bid)], [self.keys.status_prefix]):
+            return None
+        jobs = JobStore(self.redis, self.keys)
         removed = 0
-        for where, kind in places:
-            found = [m for m, _ in jobs.candidates(where, bid, kind) if _bid(m) == bid]
-            removed += sum(statuses.remove(where, kind, member) for member in found)
+        for key, kind in jobs.places(""):
+            for member, _position in jobs.candidates(key, bid, kind):
+                if _bid_of(member) == bid and CANCEL(
+                    self.redis, [key], [kind, member, self.keys.status_prefix]
+                ):
+                    removed += 1
         return removed
 
+    def cancelled(self, bid: str) -> bool:
+        """Whether batch ``bid`` was cancelled (one HEXISTS)."""
+        return bool(self.redis.hexists(self.keys.batch(bid), "cancelled_at"))
 
-def _bid(member: Any) -> str | None:
+    def trim(self, now: float, retention: float) -> int:
+        """Drop from the ``batches`` listing the batches created more than ``retention``
+        seconds before ``now`` (their own keys expire by themselves); returns how many."""
+        return int(self.redis.zremrangebyscore(self.keys.batches, "-inf", now - retention))
+
+
+def _bid_of(member: Any) -> str | None:
     try:
         found = json.loads(member)
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         return None
     return found.get("bid") if isinstance(found, dict) else None

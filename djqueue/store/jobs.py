@@ -29,6 +29,7 @@ from .scripts import (
     FIND_JID,
     MOVE_TO_QUEUE,
     PUSH,
+    PUSH_BATCH,
     PUSH_ONE,
     RETRY_LATER,
 )
@@ -78,7 +79,11 @@ class JobStore:
     # -- push --------------------------------------------------------------------------------
 
     def push(
-        self, queued: dict[str, list[str]], scheduled: Sequence[tuple[float, str]]
+        self,
+        queued: dict[str, list[str]],
+        scheduled: Sequence[tuple[float, str]],
+        batches: Sequence[str] = (),
+        in_batch: bool = False,
     ) -> list[tuple[str, str]]:
         """Write jobs whole or not at all: ``queued`` maps a queue name to job JSON (LPUSHed in
         order, the queue named in ``queues``), ``scheduled`` holds (run-at, JSON) pairs for
@@ -86,8 +91,14 @@ class JobStore:
 
         A unique job (one with a ``unique_digest``, `djqueue.unique`) takes its lock in the
         same step; one whose lock another job holds is not written. Returns those left out,
-        as (jid, the holder's jid) pairs: usually none."""
-        if not scheduled and len(queued) == 1:
+        as (jid, the holder's jid) pairs: usually none.
+
+        ``batches`` holds the definitions of the batches the jobs belong to (JSON texts made by
+        `djqueue.batch`), created in the same step if they do not exist; ``in_batch`` says a
+        job carries a ``bid``, so each is counted in its batch (lua/batch.lua). A job naming a
+        batch that no longer takes jobs makes the call write nothing: a
+        ``redis.exceptions.ResponseError`` starting with ``BATCH``."""
+        if not scheduled and len(queued) == 1 and not in_batch and not batches:
             ((queue, jsons),) = queued.items()
             if len(jsons) == 1:
                 reply = PUSH_ONE(
@@ -109,8 +120,9 @@ class JobStore:
             args += jsons
         for at, json in scheduled:
             args += (at, json)
-        args.append(self.keys.status_prefix)
-        _written, skipped, found = PUSH(self.redis, keys, args)
+        args += (*batches, len(batches), "1" if in_batch else "", self.keys.status_prefix)
+        script = PUSH_BATCH if in_batch or batches else PUSH
+        _written, skipped, found = script(self.redis, keys, args)
         if found:
             bad_keys.report(bad_keys.pairs(found))
         names = [text(name) for name in skipped]

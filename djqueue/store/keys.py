@@ -114,8 +114,9 @@ class Keys:
         self.paused = o + "paused"
         #: Counter: jobs taken after their deadline (``expires_at``) and not run, ever.
         self.expired = o + "stat:expired"
-        #: Sorted set: batch id -> created_at, every batch kept (the Batches page's listing,
-        #: newest first; the janitor trims entries older than the batch retention).
+        #: Sorted set: batch id -> created_at, every batch within its retention
+        #: (`djqueue.batch`; trimmed by the janitor). lua/batch.lua makes the batch keys'
+        #: names from `status_prefix`, as the unique locks'.
         self.batches = o + "batches"
 
     def job_metrics(self, bucket: str) -> str:

@@ -7,7 +7,9 @@ FLUSH). Each file opens with the KEYS and ARGV it takes.
 
 A line ``--!include NAME`` is replaced by ``lua/NAME.lua`` (Redis runs one text per script, so
 the job-status helpers every transition shares are kept once and pasted in when loaded); an
-included file may include others, and each is pasted once, where it is first named.
+included file may include others, and each is pasted once, where it is first named. Comment
+lines are left out of what Redis is sent: it keeps each script's text in its memory, which a
+Redis at its ``maxmemory`` must not spend on the files' explanations.
 """
 
 from __future__ import annotations
@@ -26,27 +28,32 @@ def _read(name: str) -> str:
     return resources.files(__package__).joinpath(f"lua/{name}.lua").read_text("utf-8")
 
 
-def _pasted(name: str, done: set[str]) -> str:
+def _pasted(name: str, done: set[str], swap: dict[str, str]) -> str:
     lines = []
     for line in _read(name).splitlines(keepends=True):
+        if line.lstrip().startswith("--") and not line.startswith("--!include "):
+            continue  # a comment: Redis keeps every loaded script's text in its memory
         if not line.startswith("--!include "):
             lines.append(line)
-        elif (included := line.split()[1]) not in done:
+        elif (included := swap.get(named := line.split()[1], named)) not in done:
             done.add(included)
-            lines.append(_pasted(included, done))
+            lines.append(_pasted(included, done, swap))
     return "".join(lines)
 
 
-def _source(name: str) -> str:
-    return _pasted(name, {name}).replace("@IN_FLIGHT_TTL@", str(STATUS_IN_FLIGHT_TTL))
+def _source(name: str, swap: dict[str, str]) -> str:
+    pasted = _pasted(name, {name}, swap)
+    return pasted.replace("@IN_FLIGHT_TTL@", str(STATUS_IN_FLIGHT_TTL))
 
 
 class Script:
-    """``lua/<name>.lua``, callable on a `redis.Redis` (or a pipeline that loaded it)."""
+    """``lua/<name>.lua``, callable on a `redis.Redis` (or a pipeline that loaded it).
+    ``swap`` pastes another file for an include (``{"batch": "no_batch"}``): a variant of
+    the script without what it does not need."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, swap: dict[str, str] | None = None) -> None:
         self.name = name
-        self.source = _source(name)
+        self.source = _source(name, swap or {})
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
 
     def __repr__(self) -> str:
@@ -82,7 +89,9 @@ class Script:
             client.script_load(self.source)
 
 
-PUSH = Script("push")
+#: The push of jobs of no batch, and of jobs of batches (lua/batch.lua pasted in).
+PUSH = Script("push", swap={"batch": "no_batch"})
+PUSH_BATCH = Script("push")
 PUSH_ONE = Script("push_one")
 TAKE = Script("take")
 REQUEUE_PROCESS = Script("requeue_process")
@@ -106,3 +115,4 @@ UPGRADE = Script("upgrade")
 LIMIT_ENTER = Script("limit_enter")
 LIMIT_RENEW = Script("limit_renew")
 PUT_BACK = Script("put_back")
+BATCH_CANCEL = Script("batch_cancel")

@@ -12,6 +12,8 @@ the keys an earlier version wrote: `Janitor.upgrade`):
 * **The processes set.** Members that are dead by the same rule are removed (the store's
   prune, under Sidekiq 7's ``process_cleanup`` lock), so a dead process leaves the UI within
   a minute or so.
+* **The batches' listing.** Batches older than their retention leave ``batches`` (their own
+  keys expire by themselves), with the sweep: once per beat across the cluster.
 * **Leaked jobs in our own lists.** A reply lost to a dropped connection can leave a job in
   this process's working list that no processor knows about. A job seen there on two
   consecutive beats without a processor holding it is pushed back.
@@ -30,6 +32,7 @@ import redis
 import redis.exceptions
 
 from ..store import Keys, ProcessStore, requeue_process, upgrade, working_index
+from ..store.batches import BatchStore
 from .fetch import Fetcher, Unit
 from .log import logger
 
@@ -73,6 +76,7 @@ class Janitor:
         fetcher: Fetcher,
         in_hand: Callable[[], Counter[tuple[str, bytes]]],
         lock_seconds: float = 5,
+        batch_retention: float = 7 * 24 * 3600.0,
     ) -> None:
         self.redis = redis_client
         self.keys = keys
@@ -82,6 +86,8 @@ class Janitor:
         self.fetcher = fetcher
         self.in_hand = in_hand
         self.lock_seconds = lock_seconds
+        self.batches = BatchStore(redis_client, keys)
+        self.batch_retention = batch_retention
         #: Monotonic time of this process's previous beat, and since when it has beaten
         #: without a gap: another process's silence counts only once this one has been
         #: connected itself for as long (after an outage everybody looks silent).
@@ -98,7 +104,16 @@ class Janitor:
         self.reconcile()
         if self.processes.lock(self.keys.working_sweep, self.identity, self.lock_seconds):
             self.sweep()
+            self.trim_batches()
         self.clean_processes()
+
+    def trim_batches(self) -> int:
+        """Drop the batches older than their retention from the ``batches`` listing."""
+        try:
+            return self.batches.trim(time.time(), self.batch_retention)
+        except redis.exceptions.ResponseError as exc:  # a key of another type: said, not fatal
+            logger.warning("batches listing %s not trimmed: %s", self.keys.batches, exc)
+            return 0
 
     def _gone(self, identity: str) -> bool:
         return pid_is_gone(identity, self.host)

@@ -1,11 +1,13 @@
 """The processor step that ends a tracked job: completed with its return value, or cancelled.
 
-Only jobs pushed with a ``retention`` come here (a dict lookup tells; the others go straight
-through). The end is not written here: it is attached to the job (`Unit.ending`) and rides on
-the job's acknowledgement, which the next fetch of any processor carries (take.lua removes the
-job from its working list and writes its end and return value in the same step). So a tracked
-job costs no round trip of its own, and its end is written as soon as its acknowledgement is:
-at once when the processor goes for its next batch, within a heartbeat at the latest.
+Only jobs pushed with a ``retention``, and the steps of a chain (`djqueue.batch.chain`, whose
+next step may take this one's result), come here (two dict lookups tell; the others go
+straight through). The end is not written here: it is attached to the job (`Unit.ending`)
+and rides on the job's acknowledgement, which the next fetch of any processor carries
+(take.lua removes the job from its working list and writes its end and return value in the
+same step; for a chain's step, pushes the next one). So a tracked job costs no round trip of
+its own, and its end is written as soon as its acknowledgement is: at once when the processor
+goes for its next batch, within a heartbeat at the latest.
 Failures are left to the settle step, outside this one, whose writes (retry later, bury) record
 them in the status; a job asked to stop (``current_job().cancelled``) ends as cancelled whether
 it returned or raised, and is not retried.
@@ -28,7 +30,7 @@ class Lifecycle:
     runtime keeps on its unit (`Unit.result`)."""
 
     def __call__(self, unit: Unit, payload: dict[str, Any]) -> Iterator[None] | None:
-        if "retention" not in payload:
+        if "retention" not in payload and "chain" not in payload:
             return None
         return self.track(unit, payload)
 

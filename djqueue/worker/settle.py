@@ -251,8 +251,9 @@ class Settle:
 
     def _end(self, unit: Unit, payload: dict[str, Any], exc: BaseException, state: str) -> None:
         """Acknowledge a failed job that goes nowhere; a tracked one ends as ``state``, with
-        its error, in the same step."""
-        if "retention" in payload:
+        its error, in the same step, and one of a batch counts there as failed (and dead,
+        unless cancelled): a plain acknowledgement would count it a success."""
+        if "retention" in payload or "bid" in payload:
             error = {
                 "error_class": retry_policy.error_class(exc),
                 "error_message": retry_policy.error_message(exc),

@@ -12,7 +12,8 @@
 -- set. A dead key that is not a sorted set buries nothing: the jobs stay where they are (a
 -- ZADD failing after their removal would lose them). A tracked job asked to stop while it ran
 -- leaves its working list without being buried: it ends cancelled. A unique job buried (or
--- ending cancelled) frees its lock (unique.lua).
+-- ending cancelled) frees its lock (unique.lua); a job of a batch counts its death there
+-- (batch.lua).
 --
 -- A job is buried only if this call removed it from its source, so two callers racing (two
 -- admins, an admin and the poller, a retried call whose first reply was lost) bury it once.
@@ -20,6 +21,7 @@
 
 --!include status
 --!include unique
+--!include batch
 local status_prefix = table.remove(ARGV)
 local kind, now = ARGV[1], ARGV[2]
 local buried = 0
@@ -45,6 +47,7 @@ for i = 5, #ARGV, 2 do
     if job then
       status_failed(status_prefix, job, 'dead', 0)
     end
+    batch_failed(status_prefix, ARGV[i + 1], true)
   end
 end
 if buried > 0 or #ARGV == 4 then

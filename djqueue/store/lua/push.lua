@@ -5,20 +5,30 @@
 -- KEYS[1] = queues set, KEYS[2] = schedule zset, KEYS[3..] = queue:NAME lists.
 -- ARGV[1] = number of queues N, then N pairs (NAME, COUNT) in KEYS order, then the job JSON
 -- for each queue in that order (COUNT of them each), then (score, JSON) pairs for the schedule,
--- then the status key prefix (tracked jobs' status becomes 'pending' or 'scheduled').
+-- then the batch definitions (D JSON texts, see batch.lua: batch_prepare), D, '1' when some
+-- job carries a "bid" (else ''), then the status key prefix (tracked jobs' status becomes 'pending' or 'scheduled').
 --
 -- Every key's type is checked before the first write: Redis does not roll a script back, so a
 -- WRONGTYPE error halfway would leave some jobs written while the caller sees a failure.
 -- LPUSH and ZADD take the values in slices because unpack() is limited to a few thousand values.
 -- Unique jobs (unique.lua) take their locks after the checks, before anything is written: a
 -- job whose lock another job holds is left out (its status untouched), and the reply names it.
+-- Batches (batch.lua) are created, and the jobs written counted in theirs, in the same step;
+-- a job or a definition naming a batch that is gone, cancelled or has succeeded makes the
+-- call write nothing (an error reply that says which).
 -- Returns {how many jobs were written, {jid, holder's jid, ...} of the jobs left out, the bad
 -- keys met}.
 
 local SLICE = 4000
 --!include status
 --!include unique
+--!include batch
 local status_prefix = table.remove(ARGV)
+local has_bids = table.remove(ARGV) == '1'
+local batch_defs = {}
+for _ = 1, tonumber(table.remove(ARGV)) do
+  table.insert(batch_defs, 1, table.remove(ARGV))
+end
 
 local function check(key, want)
   local kind = redis.call('TYPE', key)['ok']
@@ -51,6 +61,16 @@ if first_scheduled <= #ARGV then
   if err then return err end
 end
 
+local named = {}
+if has_bids then
+  for i = first_json, first_scheduled - 1 do named[#named + 1] = ARGV[i] end
+  for i = first_scheduled + 1, #ARGV, 2 do named[#named + 1] = ARGV[i] end
+end
+local creating, refused = batch_prepare(status_prefix, batch_defs, named)
+if refused then
+  return redis.error_reply('BATCH ' .. refused)
+end
+
 -- Locks: `out` holds the ARGV positions left out (both of a scheduled pair), nil if none.
 local out, skipped = nil, {}
 local now
@@ -75,6 +95,10 @@ for i = first_scheduled, #ARGV, 2 do
       out[i + 1] = true
     end
   end
+end
+
+for _, def in ipairs(creating) do
+  batch_create(status_prefix, def)
 end
 
 -- ARGV[first..last] without the positions left out, sent with COMMAND to KEY in slices.
@@ -129,5 +153,17 @@ for i = first_scheduled, #ARGV, 2 do
     status_moving(status_prefix, job, 'scheduled', tonumber(ARGV[i]) - now,
       'scheduled_at', ARGV[i], 'created_at', status_text(job['created_at']), 'payload', ARGV[i + 1])
   end
+end
+if #named > 0 then
+  for i = first_json, first_scheduled - 1 do
+    if not (out and out[i]) then batch_gather(ARGV[i]) end
+  end
+  for i = first_scheduled, #ARGV, 2 do
+    if not (out and out[i]) then batch_gather(ARGV[i + 1]) end
+  end
+  batch_count_added(status_prefix)
+end
+for _, def in ipairs(creating) do
+  batch_check(status_prefix, def['bid'])
 end
 return {written, skipped, bad_keys}

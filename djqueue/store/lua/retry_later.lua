@@ -10,9 +10,11 @@
 -- its queue meanwhile (and runs again from there), or this is a second try of a call whose
 -- reply was lost. Either way the job is in exactly one place. {-1, bad keys} when the retry
 -- key is not a sorted set: nothing is done (the caller buries the job instead), since a
--- ZADD failing after the LREM would lose it.
+-- ZADD failing after the LREM would lose it. A job of a batch counts its failure there
+-- (batch.lua).
 
 --!include status
+--!include batch
 local status_prefix = table.remove(ARGV)
 if not key_is(KEYS[1], 'zset', 'skipped: failed jobs go to the dead set') then
   return {-1, bad_keys}
@@ -27,6 +29,7 @@ if redis.call('LREM', KEYS[2], 1, ARGV[1]) == 1 then
     status_failed(status_prefix, job, 'retry', tonumber(ARGV[3]) - tonumber(redis.call('TIME')[1]),
       'retry_at', ARGV[3])
   end
+  batch_failed(status_prefix, ARGV[2], false)
   return {1, bad_keys}
 end
 return {0, bad_keys}

@@ -16,7 +16,9 @@
 -- Then the status key prefix and this process's identity: a tracked job taken becomes 'active'
 -- (its attempts counted, the process named), one pushed back 'pending' again. A unique job
 -- (unique.lua) acknowledged or ended frees its lock; one taken frees it when it was pushed
--- with unique_until 'start'.
+-- with unique_until 'start'. A job of a batch (batch.lua) acknowledged counts as a success in
+-- it, in the same step (an end 'cancelled' counts as a failure); a chain's step ended
+-- 'completed' pushes the chain's next step, with its result when the chain passes results.
 -- Returns {how many jobs were pushed back, the pair numbers of the queues whose key this call
 -- checked, negative for one skipped because its key is not a list (space-separated), the
 -- positions (1-based) among the jobs taken of
@@ -37,6 +39,7 @@
 
 --!include status
 --!include unique
+--!include batch
 local identity = table.remove(ARGV)
 local status_prefix = table.remove(ARGV)
 local skipped = {}
@@ -53,12 +56,17 @@ local first_back = first_end + 6 * tonumber(ARGV[4])
 for i = 5, first_end - 1, 2 do
   if redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1]) == 1 then
     unique_release(status_prefix, ARGV[i + 1], 'end')
+    batch_gather(ARGV[i + 1])
   end
 end
 for i = first_end, first_back - 1, 6 do
   if redis.call('LREM', KEYS[2 * tonumber(ARGV[i])], 1, ARGV[i + 1]) == 1 then
     unique_release(status_prefix, ARGV[i + 1], 'end')
     local tracked = status_job(ARGV[i + 1])
+    local state = ARGV[i + 2]
+    if tracked and state ~= 'cancelled' and status_stop_asked(status_prefix, tracked) then
+      state = 'cancelled'  -- as status_finished writes it: the batch and the chain agree
+    end
     if tracked then
       local fields = {}
       for n, name in ipairs({'result', 'error_class', 'error_message'}) do
@@ -69,8 +77,17 @@ for i = first_end, first_back - 1, 6 do
       end
       status_finished(status_prefix, tracked, ARGV[i + 2], unpack(fields))
     end
+    if state == 'cancelled' then
+      batch_failed(status_prefix, ARGV[i + 1], false, ARGV[i + 4], ARGV[i + 5])
+    else
+      batch_gather(ARGV[i + 1])
+      if state == 'completed' then
+        chain_next(status_prefix, ARGV[i + 1], ARGV[i + 3])
+      end
+    end
   end
 end
+batch_count_successes(status_prefix)
 local pushed = 0
 for i = first_back, #ARGV, 2 do
   local pair = tonumber(ARGV[i])
