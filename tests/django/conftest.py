@@ -16,6 +16,7 @@ from tests.browser import VIEWPORT, Problems, log_in
 from tests.django.testapp.jobs import SEEN
 
 if TYPE_CHECKING:
+    from django.test import Client
     from playwright.sync_api import Browser, Page
 
 #: The superuser the browser tests log in as.
@@ -31,6 +32,15 @@ except ImportError:  # Django 5.2: the django-tasks backport
 def djqueue_from_settings(redis_url: str) -> Iterator[str]:
     djqueue.configure(framework=settings.DJQUEUE, redis_url=redis_url)
     yield redis_url
+
+
+@pytest.fixture
+def admin_client(client: Client) -> Client:
+    """A test client logged in as a superuser, "root" (pytest-django's own is "admin")."""
+    from django.contrib.auth.models import User
+
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    return client
 
 
 @pytest.fixture

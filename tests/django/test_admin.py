@@ -72,12 +72,6 @@ def user(*perms: str, staff: bool = True) -> User:
 
 
 @pytest.fixture
-def admin_client(client: Client) -> Client:
-    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
-    return client
-
-
-@pytest.fixture
 def failed(worker: Callable[..., Running]) -> Callable[[int], list[str]]:
     """``failed(n)`` has a real worker fail n jobs into the retry set; their jids."""
 

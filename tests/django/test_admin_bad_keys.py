@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import redis
-from django.contrib.auth.models import User
 from django.test import Client
 
 from tests.bad_entries import ODD_QUEUE, assert_advises, write_odd_queue
@@ -19,12 +18,6 @@ from tests.bad_entries import ODD_QUEUE, assert_advises, write_odd_queue
 pytestmark = pytest.mark.django_db(databases=["default", "other"])
 
 ADMIN = "/admin/djqueue"
-
-
-@pytest.fixture
-def admin_client(client: Client) -> Client:
-    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
-    return client
 
 
 def page(client: Client, url: str, **query: str) -> str:

@@ -47,12 +47,6 @@ def push_at_once(settings: Any) -> None:
     settings.DJQUEUE = {**settings.DJQUEUE, "ENQUEUE_ON_COMMIT": False}
 
 
-@pytest.fixture
-def admin_client(client: Client) -> Client:
-    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
-    return client
-
-
 def messages(response: Any) -> list[str]:
     return [str(m) for m in response.context["messages"]]
 

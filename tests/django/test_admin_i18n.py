@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 import djqueue
@@ -29,12 +28,6 @@ def languages(settings: Any) -> None:
     ]
     # The tests run inside a transaction that never commits: push without waiting for it.
     settings.DJQUEUE = {**settings.DJQUEUE, "ENQUEUE_ON_COMMIT": False}
-
-
-@pytest.fixture
-def admin_client(client: Client) -> Client:
-    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
-    return client
 
 
 def page(client: Client, url: str, language: str) -> str:

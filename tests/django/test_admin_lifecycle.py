@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 import djqueue
@@ -26,12 +25,6 @@ def admin_tracked(n: int) -> int:
 @pytest.fixture(autouse=True)
 def push_at_once(settings: Any) -> None:
     settings.DJQUEUE = {**settings.DJQUEUE, "ENQUEUE_ON_COMMIT": False}
-
-
-@pytest.fixture
-def admin_client(client: Client) -> Client:
-    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
-    return client
 
 
 def text(response: Any) -> str:

@@ -89,12 +89,6 @@ def user(*perms: str, staff: bool = True) -> User:
     return User.objects.get(pk=found.pk)
 
 
-@pytest.fixture
-def admin_client(client: Client) -> Client:
-    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
-    return client
-
-
 def messages(response: Any) -> list[str]:
     return [str(m) for m in response.context["messages"]]
 
