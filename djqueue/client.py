@@ -23,6 +23,7 @@ from .middleware import Chain, client_middleware
 from .payload import Payload, check_json_args, due_at, encode, new_jid, normalize, now
 from .signals import job_enqueued, job_not_unique
 from .store import JobStore, Keys
+from .store.calls import Steps, aexecute, execute
 
 logger = logging.getLogger("djqueue.client")
 
@@ -70,6 +71,30 @@ class _Relayed(Landing):
 
     def write(self, client: Client, payloads: list[Payload]) -> Collection[str] | None:
         return client.raw_push(payloads)
+
+
+class _Gathered(Landing):
+    """A queue or ``schedule``, written from async code (`Client.apush`): the chain runs as
+    for `QUEUE`, inside it the write only gathers the jobs, and `awrite` sends them after,
+    awaited. A write a middleware held past the call (it kept ``call_next`` for a commit)
+    happens when it is made, as `QUEUE`'s: there is no awaiting caller any more."""
+
+    def __init__(self) -> None:
+        self.payloads: list[Payload] = []
+        self.closed = False
+
+    def write(self, client: Client, payloads: list[Payload]) -> Collection[str] | None:
+        if self.closed:
+            return QUEUE.write(client, payloads)
+        self.payloads += payloads
+        return None
+
+    async def awrite(self, client: Client) -> Collection[str]:
+        """Write what the chain let through; returns the jids of the unique jobs left out."""
+        self.closed = True
+        if not self.payloads:
+            return ()
+        return await client.awrite(self.payloads) or ()
 
 
 #: The landing places `djqueue.client` owns; the sets (requeue) and periodic jobs (tick)
@@ -221,6 +246,24 @@ class Client:
         returned, after `report_not_unique` reported them). The testing helpers replace this
         method to capture jobs instead of writing them.
         """
+        return self._written(payloads, execute(self.redis, self._write(payloads)))
+
+    async def awrite(self, payloads: list[Payload]) -> Collection[str] | None:
+        """`raw_push` from async code, on the running event loop's asyncio connection
+        (`djqueue.connection.get_aredis`): the same steps (`_write`: stamps, encoding, size
+        limit, the one script call and its reply) and the same ending (`_written`), awaited
+        without a thread. A replaced ``raw_push`` (the testing modes, a subclass's) is called
+        instead, as is: it is what a write means for this client."""
+        if type(self).raw_push is not _RAW_PUSH:
+            return self.raw_push(payloads)
+        aredis = connection.get_aredis(self.settings)
+        return self._written(payloads, await aexecute(aredis, self._write(payloads)))
+
+    def _write(self, payloads: list[Payload]) -> Steps[list[tuple[str, str]]]:
+        """The write of ``payloads`` as `djqueue.store.calls` steps, for either connection:
+        ``enqueued_at`` stamped (dropped for a future job), unique jobs stamped, each encoded
+        (`djqueue.payload.encode`, the size limit: checked before anything is sent), then the
+        store's push. A connection failure is `RedisUnavailable`."""
         t = now()
         scheduled: list[tuple[float, str]] = []
         queued: dict[str, list[str]] = {}
@@ -242,11 +285,17 @@ class Client:
                 queued[payload["queue"]] = [text]
         # `connection.translate_errors` inlined: a context manager costs ~1 us a push.
         try:
-            left_out = self.store.push(queued, scheduled)
+            return (yield from self.store.push_steps(queued, scheduled))
         except RedisUnavailable:  # PoolExhausted: ours already
             raise
         except connection.CONNECTION_ERRORS as exc:
             raise RedisUnavailable(self.settings.safe_redis_url, exc) from exc
+
+    def _written(
+        self, payloads: list[Payload], left_out: list[tuple[str, str]]
+    ) -> Collection[str] | None:
+        """After the write: ``job_enqueued`` for the jobs written, the unique ones left out
+        reported; returns the jids of those (None when there are none)."""
         if not left_out:
             announce(payloads)
             return None
@@ -254,6 +303,19 @@ class Client:
         announce([payload for payload in payloads if payload["jid"] not in holders])
         report_not_unique(payloads, holders)
         return holders.keys()
+
+    # -- async ---------------------------------------------------------------------------------
+
+    async def apush(self, item: dict[str, Any]) -> str | None:
+        """`push` from async code, holding no thread: the job is normalised and goes through
+        the client middleware chain as `push` does (`send`, on the event loop), and its write
+        is awaited on an asyncio connection (`awrite`). Returns the jid, or None if a
+        middleware stopped it or another job holds its unique lock."""
+        payload = normalize(item, self.settings.default_queue, self.settings.default_job_options)
+        landing = _Gathered()
+        sent = self.send([payload], landing)
+        skipped = await landing.awrite(self)
+        return payload["jid"] if sent and payload["jid"] not in skipped else None
 
 
 def _kept(payloads: list[Payload], skipped: Collection[str] | None) -> list[Payload]:
@@ -314,6 +376,9 @@ def batched() -> Iterator[set[str]]:
         _batch.pending = None
     for client, payloads in pending.items():
         left_out.update(client.raw_push(payloads) or ())
+
+
+_RAW_PUSH = Client.raw_push
 
 
 def current_batch() -> object | None:

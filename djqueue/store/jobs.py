@@ -20,6 +20,7 @@ import redis
 import redis.exceptions
 
 from . import bad_keys
+from .calls import Steps, execute
 from .keys import Keys
 from .replies import text, texts
 from .scripts import (
@@ -87,11 +88,18 @@ class JobStore:
         A unique job (one with a ``unique_digest``, `djqueue.unique`) takes its lock in the
         same step; one whose lock another job holds is not written. Returns those left out,
         as (jid, the holder's jid) pairs: usually none."""
+        return execute(self.redis, self.push_steps(queued, scheduled))
+
+    def push_steps(
+        self, queued: dict[str, list[str]], scheduled: Sequence[tuple[float, str]]
+    ) -> Steps[list[tuple[str, str]]]:
+        """`push` as `djqueue.store.calls` steps: the one script call, its arguments and its
+        reply's decoding, for the sync client (`push`) and the asyncio one (the client's
+        ``awrite``) alike."""
         if not scheduled and len(queued) == 1:
             ((queue, jsons),) = queued.items()
             if len(jsons) == 1:
-                reply = PUSH_ONE(
-                    self.redis,
+                reply = yield from PUSH_ONE.steps(
                     [self.keys.queues, self.keys.queue(queue)],
                     [queue, jsons[0], self.keys.status_prefix],
                 )
@@ -110,7 +118,7 @@ class JobStore:
         for at, json in scheduled:
             args += (at, json)
         args.append(self.keys.status_prefix)
-        _written, skipped, found = PUSH(self.redis, keys, args)
+        _written, skipped, found = yield from PUSH.steps(keys, args)
         if found:
             bad_keys.report(bad_keys.pairs(found))
         names = [text(name) for name in skipped]

@@ -31,6 +31,7 @@ import threading
 from inspect import iscoroutinefunction
 from typing import Any
 
+from asgiref.sync import AsyncToSync
 from django.utils import timezone
 
 from djqueue import lifecycle
@@ -188,6 +189,25 @@ class DjQueueBackend(BaseTaskBackend):
         return found
 
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+        result, item = self._job(task, args, kwargs)
+        return _pushed(result, get_client().push(item))
+
+    async def aenqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+        """`enqueue` from async code, holding no thread: the same job, through the same
+        client middleware, written on the event loop's asyncio connection
+        (`djqueue.client.Client.apush`). Code on an event loop cannot be inside
+        ``transaction.atomic()`` (Django has no async transactions), so the write is not held
+        for a commit, as `enqueue`'s would not be outside a transaction. A coroutine run by
+        ``async_to_sync`` for sync code (which may be inside ``atomic()``) takes Django's own
+        path instead, ``sync_to_async(enqueue)`` in that thread, so the push still waits for
+        its commit."""
+        if getattr(AsyncToSync.executors, "current", None) is not None:
+            return await super().aenqueue(task, args, kwargs)
+        result, item = self._job(task, args, kwargs)
+        return _pushed(result, await get_client().apush(item))
+
+    def _job(self, task: Task, args: Any, kwargs: Any) -> tuple[TaskResult, dict[str, Any]]:
+        """The READY TaskResult and the job item of one enqueue, sync or async."""
         self.validate_task(task)
         result = _result(task, new_jid(), self.alias, list(args), dict(kwargs))
         item: dict[str, Any] = {
@@ -219,17 +239,22 @@ class DjQueueBackend(BaseTaskBackend):
             item["at"] = task.run_after.timestamp()
             # Kept in the task's own argument too: "at" leaves the payload when it is due.
             item["args"][0]["run_after"] = item["at"]
-        if get_client().push(item) is not None:
-            # The time of the push (or of enqueue, when the write waits for the commit).
-            object.__setattr__(result, "enqueued_at", timezone.now())
-        return result
+        return result, item
 
     def get_result(self, result_id: str) -> TaskResult:
         """The task's TaskResult as its djqueue status tells it: status, times, the workers of
         each attempt, the last error, the return value. A task whose status has expired (its
         retention passed), that was pushed without one, or was never enqueued does not exist.
         """
-        st = lifecycle.status(str(result_id))
+        return self._told(result_id, lifecycle.status(str(result_id)))
+
+    async def aget_result(self, result_id: str) -> TaskResult:
+        """`get_result` from async code: the same status read awaited on the event loop's
+        asyncio connection (`djqueue.lifecycle.astatus`), the same decoding, no thread."""
+        return self._told(result_id, await lifecycle.astatus(str(result_id)))
+
+    def _told(self, result_id: str, st: lifecycle.JobStatus) -> TaskResult:
+        """The TaskResult a status tells: the one decoder of `get_result` and `aget_result`."""
         try:
             payload = json.loads(st.payload_json or "")
             spec = _spec(payload)
@@ -257,6 +282,14 @@ class DjQueueBackend(BaseTaskBackend):
         if st.state == "completed":
             object.__setattr__(result, "_return_value", st.value)
         return result
+
+
+def _pushed(result: TaskResult, jid: str | None) -> TaskResult:
+    """``result`` with ``enqueued_at`` set when the push went ahead: the time of the push (or
+    of enqueue, when the write waits for the commit)."""
+    if jid is not None:
+        object.__setattr__(result, "enqueued_at", timezone.now())
+    return result
 
 
 def _errors(st: lifecycle.JobStatus) -> list[TaskError]:
