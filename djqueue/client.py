@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -310,8 +310,12 @@ class Client:
         """`push` from async code, holding no thread: the job is normalised and goes through
         the client middleware chain as `push` does (`send`, on the event loop), and its write
         is awaited on an asyncio connection (`awrite`). Returns the jid, or None if a
-        middleware stopped it or another job holds its unique lock."""
+        middleware stopped it or another job holds its unique lock. The chain is sync and
+        runs on the event loop: what a middleware reads that needs I/O is fetched before it,
+        by `before_async_push`."""
         payload = normalize(item, self.settings.default_queue, self.settings.default_job_options)
+        for prepare in before_async_push:
+            await prepare()
         landing = _Gathered()
         sent = self.send([payload], landing)
         skipped = await landing.awrite(self)
@@ -379,6 +383,11 @@ def batched() -> Iterator[set[str]]:
 
 
 _RAW_PUSH = Client.raw_push
+
+#: Coroutine functions `Client.apush` awaits before the client middleware chain, which is
+#: sync and runs on the event loop: an integration fetches there, without blocking, what its
+#: middleware will read (the Django app: the request's user, `stamping.user_ready`).
+before_async_push: list[Callable[[], Awaitable[None]]] = []
 
 
 def current_batch() -> object | None:

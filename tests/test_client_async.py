@@ -190,3 +190,22 @@ def test_a_job_class_pushes_from_async_code(redis_url, r):
 
     jid = run(lambda: Hello.aperform_later("you"))
     assert jid is not None and r.llen("queue:default") == 1
+
+
+def test_a_write_a_middleware_holds_past_an_async_push_is_written_when_released(redis_url, r):
+    """A middleware may keep ``call_next`` for later (the Django app does until a commit): the
+    job is written when it is called, though the async push has returned by then."""
+    held: list[Callable[[], Any]] = []
+
+    def hold(job: str, payload: dict[str, Any], queue: str, call_next: Any) -> Any:
+        held.append(call_next)
+        return payload
+
+    client_middleware.add(hold)
+    try:
+        jid = run(lambda: noop.aperform_later(1))
+    finally:
+        client_middleware.remove(hold)
+    assert jid is not None and r.llen("queue:default") == 0
+    held[0]()
+    assert r.llen("queue:default") == 1 and jid in r.lindex("queue:default", 0)

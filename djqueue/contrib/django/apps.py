@@ -113,16 +113,21 @@ def install_middleware() -> None:
     """Add the app's middleware to djqueue's chains (idempotent: ``add`` moves, never doubles).
 
     Client: refuse bad settings, stamp the request context, then hold the write until commit,
-    last, so every other middleware still runs at call time. Server: database connections
-    outermost, then the request context.
+    last, so every other middleware still runs at call time; before an async push, the
+    request's user is fetched with the async ORM (`stamping.user_ready`). Server: database
+    connections outermost, then the request context.
     """
+    from djqueue.client import before_async_push
+
     from .server import DatabaseConnections, RequestContext
-    from .stamping import StampRequestContext
+    from .stamping import StampRequestContext, user_ready
     from .transaction import EnqueueOnCommit
 
     djqueue.client_middleware.prepend(_RefuseBadSettings)
     if StampRequestContext not in djqueue.client_middleware:
         djqueue.client_middleware.insert_after(_RefuseBadSettings, StampRequestContext)
+    if user_ready not in before_async_push:
+        before_async_push.append(user_ready)
     djqueue.client_middleware.add(EnqueueOnCommit)
     djqueue.server_middleware.prepend(DatabaseConnections)
     if RequestContext not in djqueue.server_middleware:
