@@ -26,7 +26,7 @@ from .errors import (
 )
 from .executor import current_job
 from .job import FunctionJob, Job, JobHandle, job
-from .lifecycle import JobRef, JobStatus, aresult, cancel, result, status
+from .lifecycle import JobRef, JobStatus, aresult, astatus, cancel, result, status
 from .middleware import Chain, client_middleware, server_middleware
 from .periodic_declaration import periodic
 
@@ -56,6 +56,7 @@ __all__ = [
     "Settings",
     "UnknownJob",
     "aresult",
+    "astatus",
     "cancel",
     "client_middleware",
     "configure",

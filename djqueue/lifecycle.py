@@ -1,5 +1,5 @@
-"""Where a job is, what became of it, and how to call it off: `status`, `result`, `aresult`,
-`cancel`, and `JobRef`, the jid string ``perform_later`` returns.
+"""Where a job is, what became of it, and how to call it off: `status`, `astatus`, `result`,
+`aresult`, `cancel`, and `JobRef`, the jid string ``perform_later`` returns.
 
 Sidekiq forgets a job once it succeeds. A job pushed with a ``retention`` (``@job(retention=
 3600)`` or ``.set(retention=...)``) is tracked instead: each move of the job writes its state
@@ -310,6 +310,9 @@ class JobRef(str):
 
     def status(self) -> JobStatus:
         return status(self)
+
+    async def astatus(self) -> JobStatus:
+        return await astatus(self)
 
     def result(self, timeout: float | None = None) -> Any:
         return result(self, timeout)

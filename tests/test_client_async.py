@@ -209,3 +209,8 @@ def test_a_write_a_middleware_holds_past_an_async_push_is_written_when_released(
     assert jid is not None and r.llen("queue:default") == 0
     held[0]()
     assert r.llen("queue:default") == 1 and jid in r.lindex("queue:default", 0)
+
+
+def test_a_job_ref_reads_its_status_from_async_code(redis_url):
+    ref = noop.set(retention=60).perform_later(2)
+    assert run(ref.astatus) == run(lambda: djqueue.astatus(ref)) == ref.status()

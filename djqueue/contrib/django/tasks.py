@@ -37,7 +37,7 @@ from django.utils import timezone
 from djqueue import lifecycle
 from djqueue.client import get_client
 from djqueue.errors import UnknownJob
-from djqueue.payload import new_jid, to_seconds
+from djqueue.payload import new_jid, now, to_seconds
 from djqueue.signals import job_dead, job_enqueued
 
 from . import task_priority
@@ -190,7 +190,7 @@ class DjQueueBackend(BaseTaskBackend):
 
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
         result, item = self._job(task, args, kwargs)
-        return _pushed(result, get_client().push(item))
+        return _pushed(result, item, get_client().push(item))
 
     async def aenqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
         """`enqueue` from async code, holding no thread: the same job, through the same
@@ -204,7 +204,7 @@ class DjQueueBackend(BaseTaskBackend):
         if getattr(AsyncToSync.executors, "current", None) is not None:
             return await super().aenqueue(task, args, kwargs)
         result, item = self._job(task, args, kwargs)
-        return _pushed(result, await get_client().apush(item))
+        return _pushed(result, item, await get_client().apush(item))
 
     def _job(self, task: Task, args: Any, kwargs: Any) -> tuple[TaskResult, dict[str, Any]]:
         """The READY TaskResult and the job item of one enqueue, sync or async."""
@@ -239,6 +239,8 @@ class DjQueueBackend(BaseTaskBackend):
             item["at"] = task.run_after.timestamp()
             # Kept in the task's own argument too: "at" leaves the payload when it is due.
             item["args"][0]["run_after"] = item["at"]
+        # The push's created_at, which `get_result` reads as enqueued_at: the two agree.
+        item["created_at"] = now()
         return result, item
 
     def get_result(self, result_id: str) -> TaskResult:
@@ -284,11 +286,12 @@ class DjQueueBackend(BaseTaskBackend):
         return result
 
 
-def _pushed(result: TaskResult, jid: str | None) -> TaskResult:
-    """``result`` with ``enqueued_at`` set when the push went ahead: the time of the push (or
-    of enqueue, when the write waits for the commit)."""
+def _pushed(result: TaskResult, item: dict[str, Any], jid: str | None) -> TaskResult:
+    """``result`` with ``enqueued_at`` set when the push went ahead (or is held for the
+    commit): the job's ``created_at``, the time of enqueue, which `get_result` reports too,
+    so a result refreshed before the task runs is unchanged (Django's contract)."""
     if jid is not None:
-        object.__setattr__(result, "enqueued_at", timezone.now())
+        object.__setattr__(result, "enqueued_at", _when(item["created_at"]))
     return result
 
 
