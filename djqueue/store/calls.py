@@ -38,20 +38,14 @@ def execute(client: Any, steps: Steps[T]) -> T:
             return done.value
         error = None
         try:
-            if type(request) is tuple:
-                reply = client.execute_command(*request)
-            else:
-                pipe = client.pipeline(transaction=False)
-                for command in request:
-                    pipe.execute_command(*command)
-                reply = pipe.execute()
+            reply = _send(client, request)
         except Exception as exc:  # noqa: BLE001 - handed to the steps, which re-raise it
             error = exc
 
 
 async def aexecute(client: Any, steps: Steps[T]) -> T:
-    """Run ``steps`` on a `redis.asyncio.Redis`: `execute` awaiting each reply on the event
-    loop, holding no thread."""
+    """Run ``steps`` on a `redis.asyncio.Redis`: `execute`, awaiting each reply on the event
+    loop, holding no thread (the one place the two differ)."""
     reply: Any = None
     error: Exception | None = None
     while True:
@@ -61,12 +55,17 @@ async def aexecute(client: Any, steps: Steps[T]) -> T:
             return done.value
         error = None
         try:
-            if type(request) is tuple:
-                reply = await client.execute_command(*request)
-            else:
-                pipe = client.pipeline(transaction=False)
-                for command in request:
-                    pipe.execute_command(*command)
-                reply = await pipe.execute()
+            reply = await _send(client, request)
         except Exception as exc:  # noqa: BLE001 - handed to the steps, which re-raise it
             error = exc
+
+
+def _send(client: Any, request: Command | list[Command]) -> Any:
+    """Send one command, or a list of them as one pipeline: the reply from a sync client, an
+    awaitable of it from an asyncio one."""
+    if type(request) is tuple:
+        return client.execute_command(*request)
+    pipe = client.pipeline(transaction=False)
+    for command in request:
+        pipe.execute_command(*command)
+    return pipe.execute()
