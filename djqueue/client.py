@@ -312,7 +312,13 @@ class Client:
         is awaited on an asyncio connection (`awrite`). Returns the jid, or None if a
         middleware stopped it or another job holds its unique lock. The chain is sync and
         runs on the event loop: what a middleware reads that needs I/O is fetched before it,
-        by `before_async_push`."""
+        by `before_async_push`. When the coroutine runs for sync code that may be inside a
+        transaction (`in_calling_thread` says so), the push is `push`, made in that thread,
+        so it waits for that commit as a sync push would."""
+        if in_calling_thread is not None:
+            there = in_calling_thread(lambda: self.push(item))
+            if there is not None:
+                return await there
         payload = normalize(item, self.settings.default_queue, self.settings.default_job_options)
         for prepare in before_async_push:
             await prepare()
@@ -388,6 +394,14 @@ _RAW_PUSH = Client.raw_push
 #: sync and runs on the event loop: an integration fetches there, without blocking, what its
 #: middleware will read (the Django app: the request's user, `stamping.user_ready`).
 before_async_push: list[Callable[[], Awaitable[None]]] = []
+
+#: Set by an integration whose pushes wait for a transaction: given the sync push, an
+#: awaitable running it in the thread the current coroutine runs for, when that thread may be
+#: inside a transaction; None to push on the event loop. The Django app's
+#: (`djqueue.contrib.django.transaction.in_calling_thread`) answers for a coroutine that
+#: asgiref's ``async_to_sync`` runs for sync code: an event loop's own thread is never inside
+#: ``atomic()``.
+in_calling_thread: Callable[[Callable[[], Any]], Awaitable[Any] | None] | None = None
 
 
 def current_batch() -> object | None:

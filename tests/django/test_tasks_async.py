@@ -19,6 +19,7 @@ from django.test import AsyncClient
 import djqueue
 from djqueue import connection, lifecycle, signals
 from djqueue.contrib.django.tasks import DjQueueBackend
+from tests.django.testapp.jobs import report_context
 from tests.django.testapp.tasks import echo
 from tests.redis_server import free_port
 
@@ -131,6 +132,14 @@ def test_aenqueue_inside_async_to_sync_in_a_transaction_waits_for_the_commit(r):
         assert r.llen("queue:default") == 0  # held for the commit
     assert r.llen("queue:default") == 1 and result.id in r.lindex("queue:default", 0)
     assert threads == [threading.get_ident()]  # written at the commit, in this thread
+
+
+def test_aperform_later_inside_async_to_sync_in_a_transaction_waits_for_the_commit(r):
+    """djqueue's own jobs take the same way (`djqueue.client.in_calling_thread`)."""
+    with transaction.atomic():
+        jid = async_to_sync(report_context.aperform_later)("held")
+        assert r.llen("queue:default") == 0
+    assert r.llen("queue:default") == 1 and jid in r.lindex("queue:default", 0)
 
 
 def test_aenqueue_outside_a_transaction_writes_at_once_without_a_thread(r):

@@ -31,7 +31,6 @@ import threading
 from inspect import iscoroutinefunction
 from typing import Any
 
-from asgiref.sync import AsyncToSync
 from django.utils import timezone
 
 from djqueue import lifecycle
@@ -195,14 +194,9 @@ class DjQueueBackend(BaseTaskBackend):
     async def aenqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
         """`enqueue` from async code, holding no thread: the same job, through the same
         client middleware, written on the event loop's asyncio connection
-        (`djqueue.client.Client.apush`). Code on an event loop cannot be inside
-        ``transaction.atomic()`` (Django has no async transactions), so the write is not held
-        for a commit, as `enqueue`'s would not be outside a transaction. A coroutine run by
-        ``async_to_sync`` for sync code (which may be inside ``atomic()``) takes Django's own
-        path instead, ``sync_to_async(enqueue)`` in that thread, so the push still waits for
-        its commit."""
-        if getattr(AsyncToSync.executors, "current", None) is not None:
-            return await super().aenqueue(task, args, kwargs)
+        (`djqueue.client.Client.apush`). A push from a coroutine run by ``async_to_sync`` for
+        sync code, which may be inside ``atomic()``, is made in that code's thread and waits
+        for its commit (`djqueue.contrib.django.transaction.in_calling_thread`)."""
         result, item = self._job(task, args, kwargs)
         return _pushed(result, item, await get_client().apush(item))
 
