@@ -126,7 +126,7 @@ def _is_sentinel(settings: Settings) -> bool:
 
 
 #: The asyncio clients: per event loop (an asyncio connection belongs to the loop that opened
-#: it), then per distinct settings, as `_clients`.
+#: it), then per distinct settings, as `_clients`; a closed loop's are dropped in `get_aredis`.
 _aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Settings, aredis.Redis]] = (
     weakref.WeakKeyDictionary()
 )
@@ -140,6 +140,11 @@ def get_aredis(settings: Settings) -> aredis.Redis:
     per_loop = _aclients.get(loop)
     if per_loop is None:
         with _lock:
+            # A client's connections hold its loop, so a finished loop stays in the weak
+            # dictionary until its entry is dropped: here, when a new loop comes (a process
+            # calling asyncio.run per request would otherwise keep every loop's pool).
+            for closed in [other for other in _aclients if other.is_closed()]:
+                del _aclients[closed]
             per_loop = _aclients.setdefault(loop, {})
     client = per_loop.get(settings)
     if client is None:

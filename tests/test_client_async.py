@@ -214,3 +214,11 @@ def test_a_write_a_middleware_holds_past_an_async_push_is_written_when_released(
 def test_a_job_ref_reads_its_status_from_async_code(redis_url):
     ref = noop.set(retention=60).perform_later(2)
     assert run(ref.astatus) == run(lambda: djqueue.astatus(ref)) == ref.status()
+
+
+def test_a_finished_event_loops_pool_is_dropped(redis_url):
+    """A connection holds its loop, so the per-loop clients must let a closed loop go: a
+    process calling asyncio.run per request would keep every loop's pool otherwise."""
+    for n in range(5):
+        run(lambda n=n: noop.aperform_later(n))
+    assert len(connection._aclients) == 1  # the last loop's, dropped when the next one comes
