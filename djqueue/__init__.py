@@ -28,7 +28,7 @@ from .errors import (
 )
 from .executor import current_job
 from .job import FunctionJob, Job, JobHandle, job
-from .lifecycle import JobRef, JobStatus, aresult, cancel, result, status
+from .lifecycle import JobRef, JobStatus, aresult, astatus, cancel, result, status
 from .middleware import Chain, client_middleware, server_middleware
 from .periodic_declaration import periodic
 
@@ -62,6 +62,7 @@ __all__ = [
     "Signature",
     "UnknownJob",
     "aresult",
+    "astatus",
     "cancel",
     "chain",
     "client_middleware",

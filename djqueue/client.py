@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,6 +33,7 @@ from .payload import (
 )
 from .signals import job_enqueued, job_not_unique
 from .store import JobStore, Keys
+from .store.calls import Steps, aexecute, execute
 
 logger = logging.getLogger("djqueue.client")
 
@@ -86,6 +87,30 @@ class _Relayed(Landing):
 
     def write(self, client: Client, payloads: list[Payload]) -> Collection[str] | None:
         return client.raw_push(payloads)
+
+
+class _Gathered(Landing):
+    """A queue or ``schedule``, written from async code (`Client.apush`): the chain runs as
+    for `QUEUE`, inside it the write only gathers the jobs, and `awrite` sends them after,
+    awaited. A write a middleware held past the call (it kept ``call_next`` for a commit)
+    happens when it is made, as `QUEUE`'s: there is no awaiting caller any more."""
+
+    def __init__(self) -> None:
+        self.payloads: list[Payload] = []
+        self.closed = False
+
+    def write(self, client: Client, payloads: list[Payload]) -> Collection[str] | None:
+        if self.closed:
+            return QUEUE.write(client, payloads)
+        self.payloads += payloads
+        return None
+
+    async def awrite(self, client: Client) -> Collection[str]:
+        """Write what the chain let through; returns the jids of the unique jobs left out."""
+        self.closed = True
+        if not self.payloads:
+            return ()
+        return await client.awrite(self.payloads) or ()
 
 
 #: The landing places `djqueue.client` owns; the sets (requeue) and periodic jobs (tick)
@@ -241,6 +266,24 @@ class Client:
         returned, after `report_not_unique` reported them). The testing helpers replace this
         method to capture jobs instead of writing them.
         """
+        return self._written(payloads, execute(self.redis, self._write(payloads)))
+
+    async def awrite(self, payloads: list[Payload]) -> Collection[str] | None:
+        """`raw_push` from async code, on the running event loop's asyncio connection
+        (`djqueue.connection.get_aredis`): the same steps (`_write`: stamps, encoding, size
+        limit, the one script call and its reply) and the same ending (`_written`), awaited
+        without a thread. A replaced ``raw_push`` (the testing modes, a subclass's) is called
+        instead, as is: it is what a write means for this client."""
+        if type(self).raw_push is not _RAW_PUSH:
+            return self.raw_push(payloads)
+        aredis = connection.get_aredis(self.settings)
+        return self._written(payloads, await aexecute(aredis, self._write(payloads)))
+
+    def _write(self, payloads: list[Payload]) -> Steps[list[tuple[str, str]]]:
+        """The write of ``payloads`` as `djqueue.store.calls` steps, for either connection:
+        ``enqueued_at`` stamped (dropped for a future job), unique jobs stamped, each encoded
+        (`djqueue.payload.encode`, the size limit: checked before anything is sent), then the
+        store's push. A connection failure is `RedisUnavailable`."""
         t = now()
         scheduled: list[tuple[float, str]] = []
         queued: dict[str, list[str]] = {}
@@ -266,7 +309,36 @@ class Client:
                 queued[payload["queue"]].append(text)
             else:
                 queued[payload["queue"]] = [text]
-        left_out = self.write(queued, scheduled, list(batches), in_batch)
+        return (yield from self._push_steps(queued, scheduled, list(batches), in_batch))
+
+    def _push_steps(
+        self,
+        queued: dict[str, list[str]],
+        scheduled: list[tuple[float, str]],
+        batches: Sequence[str] = (),
+        in_batch: bool = False,
+    ) -> Steps[list[tuple[str, str]]]:
+        """The store's push (`JobStore.push_steps`), with its errors as djqueue's: Redis out
+        of reach raises `RedisUnavailable`, a batch that takes no more jobs `BatchClosed`.
+        ``batches``: definitions of batches (`djqueue.batch`) to create with the jobs; alone
+        (no job), they create empty batches."""
+        # `connection.translate_errors` inlined: a context manager costs ~1 us a push.
+        try:
+            return (yield from self.store.push_steps(queued, scheduled, batches, in_batch))
+        except RedisUnavailable:  # PoolExhausted: ours already
+            raise
+        except connection.CONNECTION_ERRORS as exc:
+            raise RedisUnavailable(self.settings.safe_redis_url, exc) from exc
+        except redis.exceptions.ResponseError as exc:
+            if str(exc).startswith("BATCH "):
+                raise BatchClosed(str(exc)[6:]) from None
+            raise
+
+    def _written(
+        self, payloads: list[Payload], left_out: list[tuple[str, str]]
+    ) -> Collection[str] | None:
+        """After the write: ``job_enqueued`` for the jobs written, the unique ones left out
+        reported; returns the jids of those (None when there are none)."""
         if not left_out:
             announce(payloads)
             return None
@@ -278,30 +350,30 @@ class Client:
     def create_batches(self, definitions: Sequence[str]) -> None:
         """Create batches that no job joined (`djqueue.Batch`, empty): their callbacks are
         pushed at once. The testing helpers replace it, as `raw_push`."""
-        self.write({}, [], definitions)
+        execute(self.redis, self._push_steps({}, [], definitions))
 
-    def write(
-        self,
-        queued: dict[str, list[str]],
-        scheduled: list[tuple[float, str]],
-        batches: Sequence[str] = (),
-        in_batch: bool = False,
-    ) -> list[tuple[str, str]]:
-        """The store's push (`JobStore.push`), with its errors as djqueue's: Redis out of
-        reach raises `RedisUnavailable`, a batch that takes no more jobs `BatchClosed`.
-        ``batches``: definitions of batches (`djqueue.batch`) to create with the jobs; alone
-        (no job), they create empty batches."""
-        # `connection.translate_errors` inlined: a context manager costs ~1 us a push.
-        try:
-            return self.store.push(queued, scheduled, batches, in_batch)
-        except RedisUnavailable:  # PoolExhausted: ours already
-            raise
-        except connection.CONNECTION_ERRORS as exc:
-            raise RedisUnavailable(self.settings.safe_redis_url, exc) from exc
-        except redis.exceptions.ResponseError as exc:
-            if str(exc).startswith("BATCH "):
-                raise BatchClosed(str(exc)[6:]) from None
-            raise
+    # -- async ---------------------------------------------------------------------------------
+
+    async def apush(self, item: dict[str, Any]) -> str | None:
+        """`push` from async code, holding no thread: the job is normalised and goes through
+        the client middleware chain as `push` does (`send`, on the event loop), and its write
+        is awaited on an asyncio connection (`awrite`). Returns the jid, or None if a
+        middleware stopped it or another job holds its unique lock. The chain is sync and
+        runs on the event loop: what a middleware reads that needs I/O is fetched before it,
+        by `before_async_push`. When the coroutine runs for sync code that may be inside a
+        transaction (`in_calling_thread` says so), the push is `push`, made in that thread,
+        so it waits for that commit as a sync push would."""
+        if in_calling_thread is not None:
+            there = in_calling_thread(lambda: self.push(item))
+            if there is not None:
+                return await there
+        payload = normalize(item, self.settings.default_queue, self.settings.default_job_options)
+        for prepare in before_async_push:
+            await prepare()
+        landing = _Gathered()
+        sent = self.send([payload], landing)
+        skipped = await landing.awrite(self)
+        return payload["jid"] if sent and payload["jid"] not in skipped else None
 
 
 def _kept(payloads: list[Payload], skipped: Collection[str] | None) -> list[Payload]:
@@ -392,6 +464,22 @@ def open_batches() -> list[Any]:
     if opened is None:
         opened = _batch.opened = []
     return opened
+
+
+_RAW_PUSH = Client.raw_push
+
+#: Coroutine functions `Client.apush` awaits before the client middleware chain, which is
+#: sync and runs on the event loop: an integration fetches there, without blocking, what its
+#: middleware will read (the Django app: the request's user, `stamping.user_ready`).
+before_async_push: list[Callable[[], Awaitable[None]]] = []
+
+#: Set by an integration whose pushes wait for a transaction: given the sync push, an
+#: awaitable running it in the thread the current coroutine runs for, when that thread may be
+#: inside a transaction; None to push on the event loop. The Django app's
+#: (`djqueue.contrib.django.transaction.in_calling_thread`) answers for a coroutine that
+#: asgiref's ``async_to_sync`` runs for sync code: an event loop's own thread is never inside
+#: ``atomic()``.
+in_calling_thread: Callable[[Callable[[], Any]], Awaitable[Any] | None] | None = None
 
 
 def current_batch() -> object | None:

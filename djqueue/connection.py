@@ -11,15 +11,18 @@ pre-forking web server forks is safe to keep.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import redis
+import redis.asyncio as aredis
 import redis.exceptions
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -95,6 +98,17 @@ def get_waits(settings: Settings) -> Waits:
 def make_redis(settings: Settings, **extra: Any) -> redis.Redis:
     """A new client with its own blocking pool of ``max_connections`` (``extra`` may size it
     otherwise); the runtime uses this for blocking connections."""
+    options = _options(settings, extra)
+    options["queue_class"] = _pool_queue(settings.safe_redis_url, options["max_connections"])
+    if _is_sentinel(settings):
+        return _sentinel_client(settings, options)
+    pool = redis.BlockingConnectionPool.from_url(settings.redis_url, **options)
+    return redis.Redis(connection_pool=pool)
+
+
+def _options(settings: Settings, extra: dict[str, Any]) -> dict[str, Any]:
+    """The pool's and connections' options from ``settings``: the one source for the sync
+    clients (`make_redis`) and the asyncio ones (`make_aredis`)."""
     options: dict[str, Any] = {
         "socket_timeout": settings.socket_timeout,
         "socket_connect_timeout": settings.connect_timeout,
@@ -104,12 +118,80 @@ def make_redis(settings: Settings, **extra: Any) -> redis.Redis:
         "timeout": settings.pool_timeout,
     }
     options.update(extra)
-    options["queue_class"] = _pool_queue(settings.safe_redis_url, options["max_connections"])
-    url = settings.redis_url
-    scheme = urlsplit(url).scheme
-    if scheme.endswith("+sentinel") or settings.sentinels:
-        return _sentinel_client(settings, options)
-    return redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(url, **options))
+    return options
+
+
+def _is_sentinel(settings: Settings) -> bool:
+    return urlsplit(settings.redis_url).scheme.endswith("+sentinel") or bool(settings.sentinels)
+
+
+#: The asyncio clients: per event loop (an asyncio connection belongs to the loop that opened
+#: it), then per distinct settings, as `_clients`; a closed loop's are dropped in `get_aredis`.
+_aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Settings, aredis.Redis]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def get_aredis(settings: Settings) -> aredis.Redis:
+    """The asyncio client for ``settings`` on the running event loop: one pool per loop,
+    configured as the sync one (`make_aredis`). It connects at its first command, so getting
+    it does no I/O."""
+    loop = asyncio.get_running_loop()
+    per_loop = _aclients.get(loop)
+    if per_loop is None:
+        with _lock:
+            # A client's connections hold its loop, so a finished loop stays in the weak
+            # dictionary until its entry is dropped: here, when a new loop comes (a process
+            # calling asyncio.run per request would otherwise keep every loop's pool).
+            for closed in [other for other in _aclients if other.is_closed()]:
+                del _aclients[closed]
+            per_loop = _aclients.setdefault(loop, {})
+    client = per_loop.get(settings)
+    if client is None:
+        client = per_loop[settings] = make_aredis(settings)
+    return client
+
+
+def make_aredis(settings: Settings) -> aredis.Redis:
+    """A new `redis.asyncio.Redis` with the settings `make_redis` reads: the URL (a sentinel
+    one too), a blocking pool of ``max_connections`` waiting up to ``pool_timeout`` (then
+    `PoolExhausted`), the socket timeouts."""
+    options = _options(settings, {})
+    if _is_sentinel(settings):
+        return _sentinel_client(settings, options, asyncio_client=True)  # type: ignore[return-value]
+    pool = _AsyncBlockingPool.from_url(settings.redis_url, **options)
+    pool.safe_url = settings.safe_redis_url
+    return aredis.Redis(connection_pool=pool)
+
+
+class _AsyncExhaustion:
+    """An asyncio blocking pool raising `PoolExhausted` where redis-py raises a bare
+    ``ConnectionError("No connection available.")`` (its wait timed out), as the sync pools'
+    `_pool_queue` does."""
+
+    safe_url = ""
+    max_connections: int
+    timeout: float | None
+
+    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().get_connection(*args, **kwargs)  # type: ignore[misc]
+        except redis.exceptions.ConnectionError as exc:
+            if not isinstance(exc.__cause__, asyncio.TimeoutError):
+                raise
+            raise PoolExhausted(
+                self.safe_url, self.max_connections, self.timeout or 0.0, exc
+            ) from None
+
+
+class _AsyncBlockingPool(_AsyncExhaustion, aredis.BlockingConnectionPool):
+    """The asyncio client's pool."""
+
+
+class _AsyncBlockingSentinelPool(
+    _AsyncExhaustion, aredis.SentinelConnectionPool, aredis.BlockingConnectionPool
+):
+    """A sentinel-managed asyncio pool that waits for a free connection like the plain one."""
 
 
 def _pool_queue(url: str, size: int) -> type[queue.LifoQueue[Any]]:
@@ -131,10 +213,13 @@ class _BlockingSentinelPool(SentinelConnectionPool, redis.BlockingConnectionPool
     """A sentinel-managed pool that waits for a free connection like the plain one."""
 
 
-def _sentinel_client(settings: Settings, options: dict[str, Any]) -> redis.Redis:
+def _sentinel_client(
+    settings: Settings, options: dict[str, Any], asyncio_client: bool = False
+) -> redis.Redis:
     """Sentinel from ``redis+sentinel://[user:pass@]h1:p1,h2:p2/master[/db]`` or the settings.
 
-    With explicit ``sentinels``, the URL (any scheme) still gives the password and db.
+    With explicit ``sentinels``, the URL (any scheme) still gives the password and db. With
+    ``asyncio_client``, the same sentinels and master through `redis.asyncio`'s classes.
     """
     parts = urlsplit(settings.redis_url)
     hosts = list(settings.sentinels)
@@ -175,17 +260,24 @@ def _sentinel_client(settings: Settings, options: dict[str, Any]) -> redis.Redis
         sentinel_kwargs.update({k: v for k, v in auth.items() if v})
     if parts.scheme.startswith("rediss"):
         options["ssl"] = True
-    pool_options = {k: options.pop(k) for k in ("max_connections", "timeout", "queue_class")}
-    sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_kwargs, **options)
+    pool_options = {
+        k: options.pop(k) for k in ("max_connections", "timeout", "queue_class") if k in options
+    }
+    sentinel_class: Any = aredis.Sentinel if asyncio_client else Sentinel
+    sentinel = sentinel_class(hosts, sentinel_kwargs=sentinel_kwargs, **options)
     options.pop("ssl", None)
-    return sentinel.master_for(
+    pool_class = _AsyncBlockingSentinelPool if asyncio_client else _BlockingSentinelPool
+    client = sentinel.master_for(
         master,
-        connection_pool_class=_BlockingSentinelPool,
+        connection_pool_class=pool_class,
         db=db,
         **auth,
         **options,
         **pool_options,
     )
+    if asyncio_client:
+        client.connection_pool.safe_url = settings.safe_redis_url
+    return client
 
 
 def _int_or_fail(text: str) -> int:
@@ -196,11 +288,13 @@ def _int_or_fail(text: str) -> int:
 
 
 def reset() -> None:
-    """Drop the shared clients (after `configure`, or in tests)."""
+    """Drop the shared clients (after `configure`, or in tests). The asyncio ones are only
+    forgotten: closing them needs their own loop, and their connections close with them."""
     with _lock:
         clients = list(_clients.values()) + [waits.redis for waits in _waits.values()]
         _clients.clear()
         _waits.clear()
+        _aclients.clear()
     for client in clients:
         try:
             client.close()

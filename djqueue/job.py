@@ -135,6 +135,16 @@ class JobHandle:
         return _ref(get_client().push(self._item(args)))
 
     perform_async = perform_later
+
+    async def aperform_later(self, *args: Any, **kwargs: Any) -> JobRef | None:
+        """`perform_later` from async code: the same push (the client middleware, the size
+        limit, the encoding), its write awaited on an asyncio connection, holding no thread
+        (`djqueue.client.Client.apush`)."""
+        _refuse_kwargs(self.job_name, "aperform_later", kwargs)
+        from .client import get_client
+
+        return _ref(await get_client().apush(self._item(args)))
+
     delay = _OtherHabit()
     apply_async = _OtherHabit()
     send = _OtherHabit()
@@ -279,6 +289,7 @@ class Job:
 
     perform_later = ClassHandle("perform_later")
     perform_async = ClassHandle("perform_async")
+    aperform_later = ClassHandle("aperform_later")
     perform_in = ClassHandle("perform_in")
     perform_at = ClassHandle("perform_at")
     perform_bulk = ClassHandle("perform_bulk")

@@ -1,5 +1,5 @@
-"""Where a job is, what became of it, and how to call it off: `status`, `result`, `aresult`,
-`cancel`, and `JobRef`, the jid string ``perform_later`` returns.
+"""Where a job is, what became of it, and how to call it off: `status`, `astatus`, `result`,
+`aresult`, `cancel`, and `JobRef`, the jid string ``perform_later`` returns.
 
 Sidekiq forgets a job once it succeeds. A job pushed with a ``retention`` (``@job(retention=
 3600)`` or ``.set(retention=...)``) is tracked instead: each move of the job writes its state
@@ -18,9 +18,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .config import Settings
-from .connection import get_waits, translate_errors
+from .connection import get_aredis, get_waits, translate_errors
 from .errors import BadKey, JobCancelled, JobFailed, JobNotTracked, ResultTimeout
 from .store import JobStore, StatusStore
+from .store.calls import aexecute
 from .store.status import ENDS
 
 #: Every state, in the order a job usually goes through them.
@@ -175,10 +176,25 @@ def status(jid: str, settings: Settings | None = None) -> JobStatus:
     that is not a number reads as 0 and is named in ``problems`` (the next start repairs it)."""
     store, _, client = _stores(settings)
     with translate_errors(client.settings):
-        fields, bad = store.checked(str(jid))
+        return _decoded(str(jid), store.checked(str(jid)))
+
+
+async def astatus(jid: str, settings: Settings | None = None) -> JobStatus:
+    """`status` for async code: the same read (`StatusStore.checked_steps`) awaited on the
+    event loop's asyncio connection (`djqueue.connection.get_aredis`), holding no thread."""
+    store, _, client = _stores(settings)
+    aredis = get_aredis(client.settings)
+    with translate_errors(client.settings):
+        return _decoded(str(jid), await aexecute(aredis, store.checked_steps(str(jid))))
+
+
+def _decoded(jid: str, checked: tuple[dict[str, str] | None, list[tuple[str, str]]]) -> JobStatus:
+    """The `JobStatus` a checked read (`StatusStore.checked`) tells: the one decoder of
+    `status` and `astatus`."""
+    fields, bad = checked
     if fields is None:
         raise BadKey(*bad[0])
-    found = JobStatus.from_hash(str(jid), fields)
+    found = JobStatus.from_hash(jid, fields)
     if bad:
         found = replace(found, problems=tuple(str(BadKey(key, what)) for key, what in bad))
     return found
@@ -304,6 +320,9 @@ class JobRef(str):
 
     def status(self) -> JobStatus:
         return status(self)
+
+    async def astatus(self) -> JobStatus:
+        return await astatus(self)
 
     def result(self, timeout: float | None = None) -> Any:
         return result(self, timeout)

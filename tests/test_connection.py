@@ -5,6 +5,7 @@ Every server here is a private redis-server started by the test on a free port.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -440,6 +441,22 @@ def test_explicit_sentinel_list_pushes_to_the_master(restore_settings, sentinel)
     )
     jid = ping.perform_later(1)
     assert [job["jid"] for job in master_jobs(master_port)] == [jid]
+
+
+def test_sentinel_url_pushes_to_the_master_from_async_code(restore_settings, sentinel):
+    """The asyncio pool of ``aperform_later`` reads the sentinel settings as the sync one."""
+    sentinel_port, master_port = sentinel
+    djqueue.configure(redis_url=f"redis+sentinel://:master-pw@127.0.0.1:{sentinel_port}/mymaster")
+    jid = asyncio.run(ping.aperform_later(1))
+    assert [job["jid"] for job in master_jobs(master_port)] == [jid]
+
+
+def test_no_sentinel_answering_async_code_is_redis_unavailable(restore_settings):
+    port = free_port()
+    djqueue.configure(redis_url=f"redis+sentinel://:master-pw@127.0.0.1:{port}/mymaster")
+    with pytest.raises(djqueue.RedisUnavailable) as info:
+        asyncio.run(ping.aperform_later(1))
+    assert f"127.0.0.1:{port}/mymaster" in str(info.value)
 
 
 def test_sentinel_url_lists_several_sentinels(restore_settings, sentinel):

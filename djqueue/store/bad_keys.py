@@ -18,6 +18,7 @@ from typing import Any
 
 import redis.exceptions
 
+from .calls import Steps, execute
 from .replies import text
 
 logger = logging.getLogger("djqueue.store")
@@ -53,7 +54,12 @@ def held(redis_client: Any, key: str) -> str:
 def wrong_type(redis_client: Any, key: str, wanted: str) -> str | None:
     """What is wrong with ``key`` when it should hold a ``wanted`` (a Redis type name), or
     None when it holds one or nothing (`kind_problem`)."""
-    return kind_problem(held(redis_client, key), wanted)
+    return execute(redis_client, wrong_type_steps(key, wanted))
+
+
+def wrong_type_steps(key: str, wanted: str) -> Steps[str | None]:
+    """`wrong_type` as `djqueue.store.calls` steps, for a sync or an asyncio client."""
+    return kind_problem(text((yield ("TYPE", key))), wanted)
 
 
 def met(redis_client: Any, key: str, wanted: str, doing: str) -> tuple[str, str]:

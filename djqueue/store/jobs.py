@@ -20,6 +20,7 @@ import redis
 import redis.exceptions
 
 from . import bad_keys
+from .calls import Steps, execute
 from .keys import Keys
 from .replies import text, texts
 from .scripts import (
@@ -98,11 +99,22 @@ class JobStore:
         job carries a ``bid``, so each is counted in its batch (lua/batch.lua). A job naming a
         batch that no longer takes jobs makes the call write nothing: a
         ``redis.exceptions.ResponseError`` starting with ``BATCH``."""
+        return execute(self.redis, self.push_steps(queued, scheduled, batches, in_batch))
+
+    def push_steps(
+        self,
+        queued: dict[str, list[str]],
+        scheduled: Sequence[tuple[float, str]],
+        batches: Sequence[str] = (),
+        in_batch: bool = False,
+    ) -> Steps[list[tuple[str, str]]]:
+        """`push` as `djqueue.store.calls` steps: the one script call, its arguments and its
+        reply's decoding, for the sync client (`push`) and the asyncio one (the client's
+        ``awrite``) alike."""
         if not scheduled and len(queued) == 1 and not in_batch and not batches:
             ((queue, jsons),) = queued.items()
             if len(jsons) == 1:
-                reply = PUSH_ONE(
-                    self.redis,
+                reply = yield from PUSH_ONE.steps(
                     [self.keys.queues, self.keys.queue(queue)],
                     [queue, jsons[0], self.keys.status_prefix],
                 )
@@ -122,7 +134,7 @@ class JobStore:
             args += (at, json)
         args += (*batches, len(batches), "1" if in_batch else "", self.keys.status_prefix)
         script = PUSH_BATCH if in_batch or batches else PUSH
-        _written, skipped, found = script(self.redis, keys, args)
+        _written, skipped, found = yield from script.steps(keys, args)
         if found:
             bad_keys.report(bad_keys.pairs(found))
         names = [text(name) for name in skipped]

@@ -21,6 +21,7 @@ from typing import Any
 import redis
 import redis.exceptions
 
+from .calls import Steps, execute
 from .keys import STATUS_IN_FLIGHT_TTL
 
 
@@ -60,11 +61,16 @@ class Script:
         return f"<Script {self.name}>"
 
     def __call__(self, client: Any, keys: list[Any], args: list[Any]) -> Any:
+        return execute(client, self.steps(keys, args))
+
+    def steps(self, keys: list[Any], args: list[Any]) -> Steps[Any]:
+        """The call as `djqueue.store.calls` steps, for a sync or an asyncio client: EVALSHA,
+        and when Redis has forgotten the script, SCRIPT LOAD and EVALSHA again."""
         try:
-            return client.evalsha(self.sha, len(keys), *keys, *args)
+            return (yield ("EVALSHA", self.sha, len(keys), *keys, *args))
         except redis.exceptions.NoScriptError:
-            self._load(client)
-            return client.evalsha(self.sha, len(keys), *keys, *args)
+            yield from self._load()
+            return (yield ("EVALSHA", self.sha, len(keys), *keys, *args))
 
     def queue(self, pipe: Any, keys: list[Any], args: list[Any]) -> None:
         """Queue the call on a pipeline; its reply is a `redis.exceptions.NoScriptError` when
@@ -73,20 +79,20 @@ class Script:
 
     def ensure_loaded(self, client: redis.Redis) -> None:
         if not client.script_exists(self.sha)[0]:
-            self._load(client)
+            execute(client, self._load())
 
-    def _load(self, client: Any) -> None:
+    def _load(self) -> Steps[None]:
         """SCRIPT LOAD. A Redis before 7.0 reads no ``#!lua flags=...`` line (the flags let a
         script that only moves jobs run when Redis is out of memory): there the script is
         loaded without it, once and for all in this process."""
         try:
-            client.script_load(self.source)
+            yield ("SCRIPT LOAD", self.source)
         except redis.exceptions.ResponseError:
             if not self.source.startswith("#!"):
                 raise
             self.source = self.source.split("\n", 1)[1]
             self.sha = hashlib.sha1(self.source.encode()).hexdigest()
-            client.script_load(self.source)
+            yield ("SCRIPT LOAD", self.source)
 
 
 #: The push of jobs of no batch, and of jobs of batches (lua/batch.lua pasted in).

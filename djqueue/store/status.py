@@ -19,6 +19,7 @@ import redis
 import redis.exceptions
 
 from . import bad_keys
+from .calls import Steps, execute
 from .jobs import Member
 from .keys import Keys
 from .replies import text
@@ -46,10 +47,11 @@ class StatusStore:
         moved the rest. When both names hold a status, the one that says the job ended wins
         (the other version ran it last), else the new one; the other fills the fields the
         winner lacks (``payload``, ``enqueued_at`` written at the push)."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hgetall(self.keys.status(jid))
-        pipe.hgetall(self.earlier.status(jid))
-        found: Any = pipe.execute()
+        return execute(self.redis, self.read_steps(jid))
+
+    def read_steps(self, jid: str) -> Steps[dict[str, str]]:
+        """`read` as `djqueue.store.calls` steps, for a sync or an asyncio client."""
+        found = yield [("HGETALL", self.keys.status(jid)), ("HGETALL", self.earlier.status(jid))]
         new, old = ({text(k): text(v) for k, v in each.items()} for each in found)
         if old and (not new or (old.get("state") in ENDS and new.get("state") not in ENDS)):
             new, old = old, new
@@ -59,13 +61,19 @@ class StatusStore:
         """`read`, and what is wrong with the status key as (key, problem) pairs: the fields
         are None when the key is not a hash; an ``attempts`` that is not a number is named
         (the fields keep it: the job's next start repairs it)."""
+        return execute(self.redis, self.checked_steps(jid))
+
+    def checked_steps(self, jid: str) -> Steps[tuple[dict[str, str] | None, list[tuple[str, str]]]]:
+        """`checked` as `djqueue.store.calls` steps, for a sync or an asyncio client (the
+        status read of ``get_result`` and ``aget_result``)."""
         key = self.keys.status(jid)
         try:
-            fields = self.read(jid)
+            fields = yield from self.read_steps(jid)
         except redis.exceptions.ResponseError as exc:
             if not bad_keys.is_wrong_type(exc):
                 raise
-            return None, [(key, bad_keys.wrong_type(self.redis, key, "hash") or str(exc))]
+            problem = yield from bad_keys.wrong_type_steps(key, "hash")
+            return None, [(key, problem or str(exc))]
         attempts = fields.get("attempts", "")
         if bad_keys.not_a_count(fields.get("attempts")):
             return fields, [(key, f"has attempts {bad_keys.quoted(attempts)}, not an integer")]

@@ -17,8 +17,15 @@ from django.db import connection
 import djqueue
 from tests.django.conftest import seen
 from tests.django.testapp.models import Order
-from tests.django.testapp.tasks import add_order, shout
+from tests.django.testapp.tasks import add_order, nap, shout
 from tests.worker_support import wait_for
+
+try:
+    from django.tasks import default_task_backend
+    from django.tasks.base import TaskResultStatus
+except ImportError:  # Django 5.2: the django-tasks backport
+    from django_tasks import default_task_backend  # type: ignore[no-redef]
+    from django_tasks.base import TaskResultStatus  # type: ignore[no-redef]
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -186,6 +193,30 @@ def test_django_tasks_run_in_runworker(r, worker):
     assert f"class=tests.django.testapp.tasks.add_order jid={result.id} INFO: start" in (
         worker.read_text()
     )
+
+
+def test_200_async_tasks_awaiting_a_second_finish_together_with_five_threads(
+    r, runworker, tmp_path
+):
+    """200 ``async def`` tasks that each await 1 s, one ``runworker -c 5``: they are awaited
+    together on the worker's event loop (up to its async concurrency, 100 by default), so
+    they finish in a few seconds, where five threads running them one by one would take 40 s.
+    What shows it without a clock: the first task to wake had seen far more than five start."""
+    log = tmp_path / "worker.log"
+    results = [nap.enqueue(1.0) for _ in range(200)]
+    process = runworker.start(log, "-c", "5")
+    started = time.monotonic()
+
+    def all_done() -> list:
+        found = [default_task_backend.get_result(result.id) for result in results]
+        return found if all(f.status == TaskResultStatus.SUCCESSFUL for f in found) else []
+
+    found = wait_for(all_done, 60, "200 naps SUCCESSFUL", log)
+    elapsed = time.monotonic() - started
+    woke_seeing = sorted(f.return_value for f in found)
+    assert woke_seeing[0] > 20, (woke_seeing[:10], elapsed)
+    print(f"200 naps of 1 s with -c 5: done {elapsed:.1f} s after the worker was started")
+    runworker.stop(process, log)
 
 
 def test_runworker_help_shows_the_projects_values_and_setting_names():

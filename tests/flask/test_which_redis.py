@@ -5,6 +5,7 @@ in a Flask project, and the environment names the session's Redis, where nothing
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -86,6 +87,17 @@ def test_forgetting_init_app_raises_and_pushes_nowhere(
         "Redis to use: push inside `with app.app_context():`"
     )
     assert str(outside).endswith(", or call djqueue.configure(redis_url=...) first")
+    assert r.keys("*") == [] and unconfigured.keys("*") == []
+
+
+def test_an_async_push_nobody_configured_raises_the_sync_pushs_error(
+    unconfigured: redis.Redis, r: redis.Redis, second_redis: RedisServer
+) -> None:
+    """``aperform_later`` reads the settings as ``perform_later`` does: no default Redis."""
+    sync_error = in_a_thread(count_orders.perform_later)
+    outside = in_a_thread(lambda: asyncio.run(count_orders.aperform_later()))
+    assert isinstance(outside, djqueue.ConfigurationError)
+    assert str(outside) == str(sync_error)
     assert r.keys("*") == [] and unconfigured.keys("*") == []
 
 

@@ -113,16 +113,23 @@ def install_middleware() -> None:
     """Add the app's middleware to djqueue's chains (idempotent: ``add`` moves, never doubles).
 
     Client: refuse bad settings, stamp the request context, then hold the write until commit,
-    last, so every other middleware still runs at call time. Server: database connections
-    outermost, then the request context.
+    last, so every other middleware still runs at call time; before an async push, the
+    request's user is fetched with the async ORM (`stamping.user_ready`), and a push from a
+    coroutine run for sync code is made in that code's thread (`in_calling_thread`).
+    Server: database connections outermost, then the request context.
     """
+    from djqueue import client
+
     from .server import DatabaseConnections, RequestContext
-    from .stamping import StampRequestContext
-    from .transaction import EnqueueOnCommit
+    from .stamping import StampRequestContext, user_ready
+    from .transaction import EnqueueOnCommit, in_calling_thread
 
     djqueue.client_middleware.prepend(_RefuseBadSettings)
     if StampRequestContext not in djqueue.client_middleware:
         djqueue.client_middleware.insert_after(_RefuseBadSettings, StampRequestContext)
+    if user_ready not in client.before_async_push:
+        client.before_async_push.append(user_ready)
+    client.in_calling_thread = in_calling_thread
     djqueue.client_middleware.add(EnqueueOnCommit)
     djqueue.server_middleware.prepend(DatabaseConnections)
     if RequestContext not in djqueue.server_middleware:

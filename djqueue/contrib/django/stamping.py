@@ -22,6 +22,20 @@ def user_id_of(request: Any) -> Any:
     return pk if isinstance(pk, int) or pk is None else str(pk)
 
 
+async def user_ready() -> None:
+    """Before a push from async code (`djqueue.client.before_async_push`): fetch the request's
+    user with ``request.auser()`` (the async ORM) and keep it where the lazy ``request.user``
+    of Django's ``AuthenticationMiddleware`` looks first (``_cached_user``), so that
+    `StampRequestContext`, which runs on the event loop, reads the user id without a query:
+    Django refuses a sync query there (``SynchronousOnlyOperation``). Nothing is fetched when
+    the user was read already, or outside a request."""
+    request = current_request.get()
+    auser = getattr(request, "auser", None)
+    if request is None or auser is None or hasattr(request, "_cached_user"):
+        return
+    request._cached_user = await auser()
+
+
 class StampRequestContext:
     def __call__(
         self, job: str, payload: dict[str, Any], queue: str, call_next: Callable[[], Any]

@@ -36,7 +36,7 @@ from django.utils import timezone
 from djqueue import lifecycle
 from djqueue.client import get_client
 from djqueue.errors import UnknownJob
-from djqueue.payload import new_jid, to_seconds
+from djqueue.payload import new_jid, now, to_seconds
 from djqueue.signals import job_dead, job_enqueued
 
 from . import task_priority
@@ -188,6 +188,20 @@ class DjQueueBackend(BaseTaskBackend):
         return found
 
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+        result, item = self._job(task, args, kwargs)
+        return _pushed(result, item, get_client().push(item))
+
+    async def aenqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+        """`enqueue` from async code, holding no thread: the same job, through the same
+        client middleware, written on the event loop's asyncio connection
+        (`djqueue.client.Client.apush`). A push from a coroutine run by ``async_to_sync`` for
+        sync code, which may be inside ``atomic()``, is made in that code's thread and waits
+        for its commit (`djqueue.contrib.django.transaction.in_calling_thread`)."""
+        result, item = self._job(task, args, kwargs)
+        return _pushed(result, item, await get_client().apush(item))
+
+    def _job(self, task: Task, args: Any, kwargs: Any) -> tuple[TaskResult, dict[str, Any]]:
+        """The READY TaskResult and the job item of one enqueue, sync or async."""
         self.validate_task(task)
         result = _result(task, new_jid(), self.alias, list(args), dict(kwargs))
         item: dict[str, Any] = {
@@ -219,17 +233,24 @@ class DjQueueBackend(BaseTaskBackend):
             item["at"] = task.run_after.timestamp()
             # Kept in the task's own argument too: "at" leaves the payload when it is due.
             item["args"][0]["run_after"] = item["at"]
-        if get_client().push(item) is not None:
-            # The time of the push (or of enqueue, when the write waits for the commit).
-            object.__setattr__(result, "enqueued_at", timezone.now())
-        return result
+        # The push's created_at, which `get_result` reads as enqueued_at: the two agree.
+        item["created_at"] = now()
+        return result, item
 
     def get_result(self, result_id: str) -> TaskResult:
         """The task's TaskResult as its djqueue status tells it: status, times, the workers of
         each attempt, the last error, the return value. A task whose status has expired (its
         retention passed), that was pushed without one, or was never enqueued does not exist.
         """
-        st = lifecycle.status(str(result_id))
+        return self._told(result_id, lifecycle.status(str(result_id)))
+
+    async def aget_result(self, result_id: str) -> TaskResult:
+        """`get_result` from async code: the same status read awaited on the event loop's
+        asyncio connection (`djqueue.lifecycle.astatus`), the same decoding, no thread."""
+        return self._told(result_id, await lifecycle.astatus(str(result_id)))
+
+    def _told(self, result_id: str, st: lifecycle.JobStatus) -> TaskResult:
+        """The TaskResult a status tells: the one decoder of `get_result` and `aget_result`."""
         try:
             payload = json.loads(st.payload_json or "")
             spec = _spec(payload)
@@ -257,6 +278,15 @@ class DjQueueBackend(BaseTaskBackend):
         if st.state == "completed":
             object.__setattr__(result, "_return_value", st.value)
         return result
+
+
+def _pushed(result: TaskResult, item: dict[str, Any], jid: str | None) -> TaskResult:
+    """``result`` with ``enqueued_at`` set when the push went ahead (or is held for the
+    commit): the job's ``created_at``, the time of enqueue, which `get_result` reports too,
+    so a result refreshed before the task runs is unchanged (Django's contract)."""
+    if jid is not None:
+        object.__setattr__(result, "enqueued_at", _when(item["created_at"]))
+    return result
 
 
 def _errors(st: lifecycle.JobStatus) -> list[TaskError]:

@@ -22,9 +22,10 @@ saying so.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
+from asgiref.sync import AsyncToSync, sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from djqueue.client import current_batch
@@ -57,6 +58,21 @@ class EnqueueOnCommit:
             held = _Held(payload, call_next, pending, pending[1:])
             _on_commit(held, pending[0], current_batch())
         return payload
+
+
+def in_calling_thread(push: Callable[[], Any]) -> Awaitable[Any] | None:
+    """For a push from async code (`djqueue.client.in_calling_thread`): code on an event
+    loop is never inside ``transaction.atomic()`` (Django has no async transactions; atomic
+    there raises ``SynchronousOnlyOperation``), so the push goes ahead on the loop (None),
+    unless the coroutine is run by ``async_to_sync`` for sync code, which may be inside
+    ``atomic()`` (asgiref names that code's thread: ``AsyncToSync.executors.current``). Then
+    the push is made in that thread (``sync_to_async(thread_sensitive=True)``, as Django's
+    default ``aenqueue`` does), where this middleware sees the transaction and holds it. A
+    request served by Django's ASGI handler runs in a ``ThreadSensitiveContext``, which clears
+    that executor: views push on the loop."""
+    if getattr(AsyncToSync.executors, "current", None) is None:
+        return None
+    return sync_to_async(push, thread_sensitive=True)()
 
 
 def _open_aliases() -> list[str]:

@@ -63,3 +63,22 @@ async def meet(count: int) -> bool:
             return True
         await asyncio.sleep(0.05)
     return False
+
+
+@task
+def echo(text: str, small: float, big: float) -> list:
+    """Returns its arguments: a task whose push is compared byte for byte."""
+    return [text, small, big]
+
+
+@task
+async def nap(seconds: float) -> int:
+    """Awaits ``seconds``; returns how many naps had started when it woke (one at a time on
+    threads, the first to wake would have seen at most as many as there are threads)."""
+    import asyncio
+
+    from djqueue.connection import get_redis
+
+    get_redis().incr("djqueue-tests:naps")
+    await asyncio.sleep(seconds)
+    return int(get_redis().get("djqueue-tests:naps") or 0)
