@@ -12,6 +12,7 @@ import redis
 from django.conf import settings
 
 import djqueue
+from djqueue.contrib.django.tasks_framework import signals
 from tests.browser import VIEWPORT, Problems, log_in
 from tests.django.testapp.jobs import SEEN
 
@@ -21,11 +22,6 @@ if TYPE_CHECKING:
 
 #: The superuser the browser tests log in as.
 USERNAME, PASSWORD = "grace", "a browser-test password"
-
-try:
-    from django.tasks import signals
-except ImportError:  # Django 5.2: the django-tasks backport
-    from django_tasks import signals  # type: ignore[no-redef]
 
 
 @pytest.fixture(autouse=True)

@@ -15,17 +15,11 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 import djqueue
+from djqueue.contrib.django.tasks_framework import TaskResultStatus, default_task_backend
 from tests.django.conftest import seen
 from tests.django.testapp.models import Order
 from tests.django.testapp.tasks import add_order, nap, shout
 from tests.worker_support import wait_for
-
-try:
-    from django.tasks import default_task_backend
-    from django.tasks.base import TaskResultStatus
-except ImportError:  # Django 5.2: the django-tasks backport
-    from django_tasks import default_task_backend  # type: ignore[no-redef]
-    from django_tasks.base import TaskResultStatus  # type: ignore[no-redef]
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -19,16 +19,10 @@ from django.test import AsyncClient
 import djqueue
 from djqueue import connection, lifecycle, signals
 from djqueue.contrib.django.tasks import DjQueueBackend
+from djqueue.contrib.django.tasks_framework import TaskResultStatus, default_task_backend
 from tests.django.testapp.jobs import report_context
 from tests.django.testapp.tasks import echo
 from tests.redis_server import free_port
-
-try:
-    from django.tasks import default_task_backend
-    from django.tasks.base import TaskResultStatus
-except ImportError:  # Django 5.2: the django-tasks backport
-    from django_tasks import default_task_backend  # type: ignore[no-redef]
-    from django_tasks.base import TaskResultStatus  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,19 +12,11 @@ from djqueue import executor
 from djqueue.api import Queue
 from djqueue.contrib.django.task_priority import with_bands
 from djqueue.contrib.django.tasks import JOB_NAME, DjQueueBackend
+from djqueue.contrib.django.tasks_framework import InvalidTask, TaskResultStatus, task
 from djqueue.errors import UnknownJob
 from tests.django.conftest import queued, seen
 from tests.django.testapp.models import Order
 from tests.django.testapp.tasks import add_order, broken, once, shout, with_context
-
-try:
-    from django.tasks import task
-    from django.tasks.base import TaskResultStatus
-    from django.tasks.exceptions import InvalidTask
-except ImportError:  # Django 5.2: the django-tasks backport
-    from django_tasks import task  # type: ignore[no-redef]
-    from django_tasks.base import TaskResultStatus  # type: ignore[no-redef]
-    from django_tasks.exceptions import InvalidTaskError as InvalidTask  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

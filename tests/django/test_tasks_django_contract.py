@@ -20,23 +20,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from djqueue.contrib.django.tasks import DjQueueBackend
+from djqueue.contrib.django.tasks_framework import (
+    InvalidTask,
+    TaskResultDoesNotExist,
+    TaskResultMismatch,
+    TaskResultStatus,
+    default_task_backend,
+    task_backends,
+)
+from djqueue.contrib.django.tasks_framework import signals as task_signals
 from tests.django.testapp import contract_tasks as tasks
 from tests.worker_support import wait_for
-
-try:
-    from django.tasks import default_task_backend, task_backends
-    from django.tasks import signals as task_signals
-    from django.tasks.base import TaskResultStatus
-    from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist, TaskResultMismatch
-except ImportError:  # Django 5.2: the django-tasks backport
-    from django_tasks import default_task_backend, task_backends  # type: ignore[no-redef]
-    from django_tasks import signals as task_signals  # type: ignore[no-redef]
-    from django_tasks.base import TaskResultStatus  # type: ignore[no-redef]
-    from django_tasks.exceptions import InvalidTaskError as InvalidTask  # type: ignore[no-redef]
-    from django_tasks.exceptions import (  # type: ignore[no-redef]
-        TaskResultDoesNotExist,
-        TaskResultMismatch,
-    )
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

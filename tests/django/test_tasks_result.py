@@ -14,18 +14,14 @@ from django.utils import timezone
 from djqueue.api import RetrySet
 from djqueue.contrib.django import tasks as tasks_module
 from djqueue.contrib.django.tasks import DjQueueBackend
+from djqueue.contrib.django.tasks_framework import (
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    default_task_backend,
+)
 from tests.django.conftest import queued, seen
 from tests.django.testapp.tasks import broken, flaky, meet, once, shout
 from tests.worker_support import wait_for
-
-try:
-    from django.tasks import default_task_backend
-    from django.tasks.base import TaskResultStatus
-    from django.tasks.exceptions import TaskResultDoesNotExist
-except ImportError:  # Django 5.2: the django-tasks backport
-    from django_tasks import default_task_backend  # type: ignore[no-redef]
-    from django_tasks.base import TaskResultStatus  # type: ignore[no-redef]
-    from django_tasks.exceptions import TaskResultDoesNotExist  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,10 +15,7 @@ from typing import Any
 
 from djqueue.job_options import PAYLOAD_OPTIONS, check_options
 
-try:
-    from django.tasks.base import Task
-except ImportError:  # Django < 6.0: the django-tasks backport
-    from django_tasks.base import Task
+from .tasks_framework import Task
 
 #: The job options a task takes: all of a job's but ``queue`` (Django's ``queue_name``).
 TASK_OPTIONS = tuple(name for name in PAYLOAD_OPTIONS if name != "queue")

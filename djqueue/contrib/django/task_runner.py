@@ -25,16 +25,12 @@ from .tasks import (
     ASYNC_JOB_NAME,
     JOB_NAME,
     MAX_ATTEMPTS,
-    TaskContext,
-    TaskResult,
-    TaskResultStatus,
     _from_payload,
     _spec,
     lookup_task,
     normalize_json,
-    task_finished,
-    task_started,
 )
+from .tasks_framework import TaskContext, TaskResult, TaskResultStatus, task_finished, task_started
 
 
 def _attempt(payload: dict[str, Any]) -> int:

@@ -41,39 +41,18 @@ from djqueue.signals import job_dead, job_enqueued
 
 from . import task_priority
 from .task_options import DjQueueTask
+from .tasks_framework import (
+    BaseTaskBackend,
+    Task,
+    TaskError,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_backends,
+    task_enqueued,
+    task_finished,
+)
 
-try:
-    from django.tasks import task_backends
-    from django.tasks.backends.base import BaseTaskBackend
-    from django.tasks.base import (
-        Task,
-        TaskContext,  # noqa: F401 - for task_runner
-        TaskError,
-        TaskResult,
-        TaskResultStatus,
-    )
-    from django.tasks.exceptions import TaskResultDoesNotExist
-    from django.tasks.signals import (
-        task_enqueued,
-        task_finished,
-        task_started,  # noqa: F401 - for task_runner
-    )
-except ImportError:  # Django < 6.0: the django-tasks backport
-    from django_tasks import task_backends
-    from django_tasks.backends.base import BaseTaskBackend
-    from django_tasks.base import (
-        Task,
-        TaskContext,  # noqa: F401 - for task_runner
-        TaskError,
-        TaskResult,
-        TaskResultStatus,
-    )
-    from django_tasks.exceptions import TaskResultDoesNotExist
-    from django_tasks.signals import (
-        task_enqueued,
-        task_finished,
-        task_started,  # noqa: F401 - for task_runner
-    )
 try:
     from django.utils.json import normalize_json
 except ImportError:  # Django < 6.0

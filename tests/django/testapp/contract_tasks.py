@@ -4,10 +4,7 @@ the kinds of task those cases enqueue, written for djqueue's backend. Failing on
 
 from __future__ import annotations
 
-try:
-    from django.tasks import task
-except ImportError:  # Django 5.2: the django-tasks backport
-    from django_tasks import task  # type: ignore[no-redef]
+from djqueue.contrib.django.tasks_framework import task
 
 
 @task
