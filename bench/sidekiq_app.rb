@@ -1,13 +1,13 @@
 # The worker benchmark's jobs for Sidekiq 6.4 (Debian's ruby-sidekiq), the same four as
 # bench/jobs.py: run with `sidekiq -r ./bench/sidekiq_app.rb -c 10` and BENCH_REDIS_URL set.
 #
-# The logger is at WARN, so Sidekiq writes no start/done line per job: the comparison is with
-# Sidekiq's job log off.
+# The logger is at WARN unless BENCH_SIDEKIQ_LOG_LEVEL says otherwise: at WARN Sidekiq writes no
+# start/done line per job (its job log off); at INFO, its default and djqueue's, it writes both.
 require "sidekiq"
 
 Sidekiq.configure_server do |config|
   config.redis = {url: ENV.fetch("BENCH_REDIS_URL")}
-  config.logger.level = Logger::WARN
+  config.logger.level = Logger.const_get(ENV.fetch("BENCH_SIDEKIQ_LOG_LEVEL", "WARN"))
 end
 Sidekiq.configure_client { |config| config.redis = {url: ENV.fetch("BENCH_REDIS_URL")} }
 

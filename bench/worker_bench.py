@@ -5,7 +5,10 @@
     python -m bench.worker_bench --drain-only  # the drain rates and CPU per job only
 
 Every system runs the same jobs against its own private redis-server, one process at
-concurrency 10 (Sidekiq 6.4: ``-c 10`` with its logger at WARN; Dramatiq: ``-p 1 -t 10``).
+concurrency 10 (Sidekiq 6.4: ``-c 10`` with its logger at WARN, or at INFO, its default and
+djqueue's, as ``sidekiq-info``; Dramatiq: ``-p 1 -t 10``). Each djqueue is compared with the
+Sidekiq that writes the same log: ``djqueue`` (INFO, two lines per job) with ``sidekiq-info``
+(two lines per job), ``djqueue log off`` with ``sidekiq`` (none).
 Throughput is measured from the moment the first job of a pre-filled queue starts until the
 queue is drained, so start-up time is left out; the worker's CPU time over the same span, per
 job, is read from /proc. The figures worth quoting are the ratios, since this machine's absolute
@@ -102,8 +105,11 @@ class System:
     def command(self) -> list[str]:
         raise NotImplementedError
 
+    #: Variables the worker's environment adds to the bench's own.
+    env: dict[str, str] = {}
+
     def start(self) -> None:
-        env = {**os.environ, "BENCH_REDIS_URL": self.url, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "BENCH_REDIS_URL": self.url, "PYTHONPATH": str(ROOT), **self.env}
         self.process = subprocess.Popen(
             self.command(),
             cwd=ROOT,
@@ -296,6 +302,14 @@ class Sidekiq(System):
         return self.r.llen("queue:default") == 0
 
 
+class SidekiqInfo(Sidekiq):
+    """Sidekiq with its logger at INFO, its default: a start and a done line per job, as
+    djqueue writes at its own default level (both to /dev/null here)."""
+
+    name = "sidekiq info"
+    env = {"BENCH_SIDEKIQ_LOG_LEVEL": "INFO"}
+
+
 class Bare(System):
     name = "bare loop"
 
@@ -371,8 +385,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller counts")
     parser.add_argument(
         "--systems",
-        default="djqueue,djqueue-log-off,sidekiq,dramatiq,bare",
-        help="comma-separated subset of djqueue,djqueue-log-off,sidekiq,dramatiq,bare",
+        default="djqueue,djqueue-log-off,sidekiq,sidekiq-info,dramatiq,bare",
+        help="comma-separated subset of djqueue,djqueue-log-off,sidekiq,sidekiq-info,dramatiq,bare",
     )
     parser.add_argument(
         "--drain-only",
@@ -387,6 +401,7 @@ def main() -> None:
         "djqueue": Djqueue,
         "djqueue-log-off": DjqueueLogOff,
         "sidekiq": Sidekiq,
+        "sidekiq-info": SidekiqInfo,
         "dramatiq": Dramatiq,
         "bare": Bare,
     }
@@ -458,17 +473,18 @@ def report(results: dict[str, dict[str, float]], noop_n: int, sleep_n: int) -> N
                 a, b = results["djqueue"].get(key), results[n].get(key)
                 row += f"{a / b:>15.2f}x" if a and b else f"{'-':>16}"
         print(row)
-    if "sidekiq" in results:
+    # Each djqueue against the Sidekiq writing the same log lines per job.
+    pairs = [("djqueue", "sidekiq info"), ("djqueue log off", "sidekiq")]
+    pairs = [(a, b) for a, b in pairs if a in results and b in results]
+    if pairs:
         print()
-        sidekiq = results["sidekiq"]
-        for n in names:
-            if n.startswith("djqueue"):
-                ours = results[n]
-                print(
-                    f"{n} / sidekiq: no-op {ours['noop_per_s'] / sidekiq['noop_per_s']:.2f}x "
-                    f"the jobs/s, {ours['noop_cpu_us'] / sidekiq['noop_cpu_us']:.2f}x the CPU "
-                    f"per job; 10 ms jobs {ours['sleep_per_s'] / sidekiq['sleep_per_s']:.2f}x"
-                )
+    for ours_name, theirs_name in pairs:
+        ours, theirs = results[ours_name], results[theirs_name]
+        print(
+            f"{ours_name} / {theirs_name}: no-op {ours['noop_per_s'] / theirs['noop_per_s']:.2f}x "
+            f"the jobs/s, {ours['noop_cpu_us'] / theirs['noop_cpu_us']:.2f}x the CPU "
+            f"per job; 10 ms jobs {ours['sleep_per_s'] / theirs['sleep_per_s']:.2f}x"
+        )
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
