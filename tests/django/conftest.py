@@ -31,8 +31,9 @@ def djqueue_from_settings(redis_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def admin_client(client: Client) -> Client:
-    """A test client logged in as a superuser, "root" (pytest-django's own is "admin")."""
+def root_client(client: Client) -> Client:
+    """A test client logged in as the superuser "root", for the admin tests (marked django_db);
+    pytest-django's own `admin_client` (user "admin") asks for the database itself."""
     from django.contrib.auth.models import User
 
     client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))

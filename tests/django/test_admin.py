@@ -88,17 +88,17 @@ def failed(worker: Callable[..., Running]) -> Callable[[int], list[str]]:
 
 
 def test_job_page_shows_the_traceback_frames_by_default(
-    admin_client: Client, worker: Callable[..., Running]
+    root_client: Client, worker: Callable[..., Running]
 ) -> None:
     running = worker()
     jobs.nested.perform_async("order-9")
     jobs.no_backtrace.perform_async("order-10")
     wait_for(lambda: RetrySet().size == 2, what="failed jobs in retry")
     running.stop()
-    listing = admin_client.get(f"{ADMIN}/retryjob/")
+    listing = root_client.get(f"{ADMIN}/retryjob/")
     pages = {}
     for key in keys(listing):
-        page = admin_client.get(f"{ADMIN}/retryjob/{key}/").content.decode()
+        page = root_client.get(f"{ADMIN}/retryjob/{key}/").content.decode()
         pages["quiet" if "t.no_backtrace" in page else "deeper"] = page
     check_traceback_pages(pages["deeper"], pages["quiet"])
 
@@ -119,14 +119,14 @@ def keys(response: Any) -> list[str]:
 # -- pages ------------------------------------------------------------------------------------
 
 
-def test_dashboard_shows_counters_chart_and_redis(admin_client: Client, r: redis.Redis) -> None:
+def test_dashboard_shows_counters_chart_and_redis(root_client: Client, r: redis.Redis) -> None:
     r.set("stat:processed", 12345)
     r.set("stat:failed", 7)
     today = time.strftime("%Y-%m-%d", time.gmtime())
     r.set(f"stat:processed:{today}", 40)
     admin_ok.perform_async(1)
     admin_ok.perform_in(60, 2)
-    page = admin_client.get(f"{ADMIN}/dashboard/")
+    page = root_client.get(f"{ADMIN}/dashboard/")
     text = page.content.decode()
     assert page.status_code == 200
     assert re.search(r'data-figure="processed">12,345<', text)
@@ -134,16 +134,16 @@ def test_dashboard_shows_counters_chart_and_redis(admin_client: Client, r: redis
     assert re.search(r'data-figure="scheduled">1<', text)
     assert "<svg" in text and f"{today}: 40 processed, 0 failed" in text
     assert "Version" in text and r.info()["redis_version"] in text
-    live = admin_client.get(f"{ADMIN}/dashboard/live/").json()
+    live = root_client.get(f"{ADMIN}/dashboard/live/").json()
     assert live["figures"]["processed"] == "12,345" and live["figures"]["failed"] == "7"
     assert live["chart"].startswith("<svg")
-    script = admin_client.get(f"{ADMIN}/dashboard/assets/dashboard.js")
+    script = root_client.get(f"{ADMIN}/dashboard/assets/dashboard.js")
     assert script.status_code == 200 and script["Content-Type"].startswith("text/javascript")
-    assert admin_client.get(f"{ADMIN}/dashboard/assets/settings.py").status_code == 404
+    assert root_client.get(f"{ADMIN}/dashboard/assets/settings.py").status_code == 404
 
 
-def test_admin_index_lists_the_pages(admin_client: Client) -> None:
-    text = admin_client.get("/admin/").content.decode()
+def test_admin_index_lists_the_pages(root_client: Client) -> None:
+    text = root_client.get("/admin/").content.decode()
     for page in (
         "dashboard",
         "queue",
@@ -158,11 +158,11 @@ def test_admin_index_lists_the_pages(admin_client: Client) -> None:
         assert f'href="{ADMIN}/{page}/"' in text
 
 
-def test_the_dashboard_comes_first_in_the_djqueue_section(admin_client: Client) -> None:
+def test_the_dashboard_comes_first_in_the_djqueue_section(root_client: Client) -> None:
     """On the index, the app's own page and the sidebar of a djqueue page; the other pages
     stay in the admin's order (by name)."""
     for url in ("/admin/", f"{ADMIN}/", f"{ADMIN}/queue/"):
-        text = admin_client.get(url).content.decode()
+        text = root_client.get(url).content.decode()
         section = re.search(r'<div class="app-djqueue module.*?</table>', text, re.S)
         assert section is not None, url
         names = re.findall(r'<th scope="row"[^>]*>\s*<a href="[^"]*"[^>]*>([^<]+)</a>', section[0])
@@ -170,48 +170,48 @@ def test_the_dashboard_comes_first_in_the_djqueue_section(admin_client: Client) 
         assert names[1:] == sorted(names[1:]), (url, names)
 
 
-def test_queues_page_and_a_queue(admin_client: Client) -> None:
+def test_queues_page_and_a_queue(root_client: Client) -> None:
     jids = [str(admin_ok.set(queue="mailers").perform_async(n)) for n in range(3)]
-    page = admin_client.get(f"{ADMIN}/queue/")
+    page = root_client.get(f"{ADMIN}/queue/")
     assert "mailers" in page.content.decode() and f'href="{ADMIN}/queue/mailers/"' in (
         page.content.decode()
     )
-    listing = admin_client.get(f"{ADMIN}/queue/mailers/")
+    listing = root_client.get(f"{ADMIN}/queue/mailers/")
     assert rows(listing) == list(reversed(jids))  # newest first
     key = keys(listing)[0]
-    job = admin_client.get(f"{ADMIN}/queue/mailers/job/{key}/")
+    job = root_client.get(f"{ADMIN}/queue/mailers/job/{key}/")
     assert job.status_code == 200 and jids[-1] in job.content.decode()
 
 
 def test_retry_list_and_job_page_show_the_error_and_backtrace(
-    admin_client: Client, failed: Callable[[int], list[str]]
+    root_client: Client, failed: Callable[[int], list[str]]
 ) -> None:
     (jid,) = failed(1)
-    listing = admin_client.get(f"{ADMIN}/retryjob/")
+    listing = root_client.get(f"{ADMIN}/retryjob/")
     text = listing.content.decode()
     assert rows(listing) == [jid]
     assert "ValueError: card declined for order-0" in text
     assert "tests.django.test_admin.admin_fails" in text
     assert "s3cret-token" not in text  # a secret-looking key's value is masked
     (key,) = keys(listing)
-    job = html.unescape(admin_client.get(f"{ADMIN}/retryjob/{key}/").content.decode())
+    job = html.unescape(root_client.get(f"{ADMIN}/retryjob/{key}/").content.decode())
     assert "card declined for order-0" in job
     assert "test_admin.py</code>" in job and ">admin_fails</code>" in job  # the backtrace
     assert '"retry_count": 0' in job and "s3cret-token" not in job and "********" in job
     assert re.search(r"<th scope=\"row\">Retry</th><td><code>5</code>", job)
 
 
-def test_scheduled_and_dead_lists(admin_client: Client) -> None:
+def test_scheduled_and_dead_lists(root_client: Client) -> None:
     soon = str(admin_ok.perform_in(3600, 1))
     DeadSet().kill({"class": "Billing::Charge", "args": [9], "jid": "d" * 24, "queue": "x"})
-    scheduled = admin_client.get(f"{ADMIN}/scheduledjob/")
+    scheduled = root_client.get(f"{ADMIN}/scheduledjob/")
     assert rows(scheduled) == [soon] and "in 59 minutes" in scheduled.content.decode()
-    dead = admin_client.get(f"{ADMIN}/deadjob/")
+    dead = root_client.get(f"{ADMIN}/deadjob/")
     assert rows(dead) == ["d" * 24] and "Billing::Charge" in dead.content.decode()
 
 
 def test_busy_page_shows_processes_and_running_jobs(
-    admin_client: Client, worker: Callable[..., Running]
+    root_client: Client, worker: Callable[..., Running]
 ) -> None:
     RUNNING.clear()
     RELEASE.clear()
@@ -219,52 +219,52 @@ def test_busy_page_shows_processes_and_running_jobs(
     jid = str(admin_waits.perform_async("slow-one"))
     try:
         RUNNING.wait(10)
-        wait_for(lambda: jid in admin_client.get(f"{ADMIN}/busy/").content.decode())
-        text = admin_client.get(f"{ADMIN}/busy/").content.decode()
+        wait_for(lambda: jid in root_client.get(f"{ADMIN}/busy/").content.decode())
+        text = root_client.get(f"{ADMIN}/busy/").content.decode()
         assert running.identity in text and "billing" in text and "slow-one" in text
     finally:
         RELEASE.set()
 
 
-def test_paging_and_search_and_filters(admin_client: Client, r: redis.Redis) -> None:
+def test_paging_and_search_and_filters(root_client: Client, r: redis.Redis) -> None:
     for n in range(60):
         payload = {"class": "Mailer" if n % 3 else "Billing", "args": [f"user{n}@example.com"]}
         payload.update(jid=f"{n:024x}", queue="mail" if n % 2 else "bill", retry_count=1)
         r.zadd("retry", {json.dumps(payload, separators=(",", ":")): 1000.0 + n})
-    page3 = admin_client.get(f"{ADMIN}/retryjob/?p=3")
+    page3 = root_client.get(f"{ADMIN}/retryjob/?p=3")
     assert rows(page3) == [f"{n:024x}" for n in range(50, 60)]
     assert "51–60 of 60 jobs" in page3.content.decode()
-    beyond = admin_client.get(f"{ADMIN}/retryjob/?p=9")
+    beyond = root_client.get(f"{ADMIN}/retryjob/?p=9")
     assert rows(beyond) == [] and "past the end" in beyond.content.decode()
-    found = admin_client.get(f"{ADMIN}/retryjob/?q=user42@")
+    found = root_client.get(f"{ADMIN}/retryjob/?q=user42@")
     assert rows(found) == [f"{42:024x}"] and "1 result (" in found.content.decode()
-    by_jid = admin_client.get(f"{ADMIN}/retryjob/?q={7:024x}")
+    by_jid = root_client.get(f"{ADMIN}/retryjob/?q={7:024x}")
     assert rows(by_jid) == [f"{7:024x}"]
-    billing = admin_client.get(f"{ADMIN}/retryjob/?job=Billing&queue=bill")
+    billing = root_client.get(f"{ADMIN}/retryjob/?job=Billing&queue=bill")
     assert rows(billing) == [f"{n:024x}" for n in range(0, 60, 6)]
-    counted = admin_client.get(f"{ADMIN}/retryjob/?_facets=1&job=Billing").content.decode()
+    counted = root_client.get(f"{ADMIN}/retryjob/?_facets=1&job=Billing").content.decode()
     assert "Billing (20)" in counted and "Mailer (40)" in counted  # as if no job filter
     assert "bill (10)" in counted and "mail (10)" in counted  # with the job filter
 
 
 def test_times_show_in_the_sites_time_zone_with_utc_on_hover(
-    admin_client: Client, settings: Any
+    root_client: Client, settings: Any
 ) -> None:
     settings.TIME_ZONE = "Asia/Tokyo"
     admin_ok.perform_in(3600, 1)
     (entry,) = ScheduledSet()
-    listing = admin_client.get(f"{ADMIN}/scheduledjob/")
+    listing = root_client.get(f"{ADMIN}/scheduledjob/")
     (key,) = keys(listing)
     check_local_time(
-        admin_client.get(f"{ADMIN}/scheduledjob/{key}/").content.decode(), entry.at, "Asia/Tokyo"
+        root_client.get(f"{ADMIN}/scheduledjob/{key}/").content.decode(), entry.at, "Asia/Tokyo"
     )
     assert "JST (UTC " in listing.content.decode()  # a row's hover: local and UTC
 
 
-def test_search_is_case_insensitive_but_a_jid_is_exact(admin_client: Client) -> None:
+def test_search_is_case_insensitive_but_a_jid_is_exact(root_client: Client) -> None:
     jid = str(send_welcome.perform_async("Ada@example.com"))
     for q, finds in searches(jid):
-        found = admin_client.get(f"{ADMIN}/queue/default/", {"q": q})
+        found = root_client.get(f"{ADMIN}/queue/default/", {"q": q})
         assert rows(found) == ([jid] if finds else []), q
 
 
@@ -272,90 +272,90 @@ def test_search_is_case_insensitive_but_a_jid_is_exact(admin_client: Client) -> 
 
 
 def test_retry_kill_and_delete_selected(
-    admin_client: Client, failed: Callable[[int], list[str]]
+    root_client: Client, failed: Callable[[int], list[str]]
 ) -> None:
     failed(3)
-    listing = admin_client.get(f"{ADMIN}/retryjob/")
+    listing = root_client.get(f"{ADMIN}/retryjob/")
     first, second, third = keys(listing)
     jids = rows(listing)
-    done = admin_client.post(
+    done = root_client.post(
         f"{ADMIN}/retryjob/", {"action": "retry", "_selected_action": [first]}, follow=True
     )
     assert messages(done) == ["Retried 1 job."]
     assert [j.jid for j in Queue().jobs()] == [jids[0]]
-    admin_client.post(f"{ADMIN}/retryjob/", {"action": "kill", "_selected_action": [second]})
+    root_client.post(f"{ADMIN}/retryjob/", {"action": "kill", "_selected_action": [second]})
     assert [e.jid for e in DeadSet().jobs()] == [jids[1]]
     form = {"action": "delete", "_selected_action": [third]}
-    asked = admin_client.post(f"{ADMIN}/retryjob/", form).content.decode()
+    asked = root_client.post(f"{ADMIN}/retryjob/", form).content.decode()
     assert "Delete the 1 selected job?" in asked and RetrySet().size == 1  # asked first
     assert f'name="_selected_action" value="{third}"' in asked
-    admin_client.post(f"{ADMIN}/retryjob/", {**form, "confirm": "yes"})
+    root_client.post(f"{ADMIN}/retryjob/", {**form, "confirm": "yes"})
     assert RetrySet().size == 0 and DeadSet().size == 1
 
 
-def test_run_scheduled_now_and_retry_dead(admin_client: Client) -> None:
+def test_run_scheduled_now_and_retry_dead(root_client: Client) -> None:
     jid = str(admin_ok.perform_in(3600, 5))
-    (key,) = keys(admin_client.get(f"{ADMIN}/scheduledjob/"))
-    admin_client.post(f"{ADMIN}/scheduledjob/", {"action": "add_to_queue", "_selected_action": key})
+    (key,) = keys(root_client.get(f"{ADMIN}/scheduledjob/"))
+    root_client.post(f"{ADMIN}/scheduledjob/", {"action": "add_to_queue", "_selected_action": key})
     assert [j.jid for j in Queue().jobs()] == [jid] and ScheduledSet().size == 0
     DeadSet().kill({"class": "tests.Gone", "args": [], "jid": "e" * 24, "queue": "mailers"})
-    (key,) = keys(admin_client.get(f"{ADMIN}/deadjob/"))
-    admin_client.post(f"{ADMIN}/deadjob/", {"action": "retry", "_selected_action": key})
+    (key,) = keys(root_client.get(f"{ADMIN}/deadjob/"))
+    root_client.post(f"{ADMIN}/deadjob/", {"action": "retry", "_selected_action": key})
     assert [j.jid for j in Queue("mailers").jobs()] == ["e" * 24]
 
 
-def test_actions_on_the_job_page(admin_client: Client, failed: Callable[[int], list[str]]) -> None:
+def test_actions_on_the_job_page(root_client: Client, failed: Callable[[int], list[str]]) -> None:
     (jid,) = failed(1)
-    (key,) = keys(admin_client.get(f"{ADMIN}/retryjob/"))
-    done = admin_client.post(f"{ADMIN}/retryjob/{key}/", {"action": "kill"}, follow=True)
+    (key,) = keys(root_client.get(f"{ADMIN}/retryjob/"))
+    done = root_client.post(f"{ADMIN}/retryjob/{key}/", {"action": "kill"}, follow=True)
     assert messages(done) == ["Killed 1 job."] and [e.jid for e in DeadSet().jobs()] == [jid]
-    gone = admin_client.get(f"{ADMIN}/retryjob/{key}/")
+    gone = root_client.get(f"{ADMIN}/retryjob/{key}/")
     assert gone.status_code == 404 and "no longer here" in gone.content.decode()
-    (key,) = keys(admin_client.get(f"{ADMIN}/deadjob/"))
-    asked = admin_client.post(f"{ADMIN}/deadjob/{key}/", {"action": "delete"}).content.decode()
+    (key,) = keys(root_client.get(f"{ADMIN}/deadjob/"))
+    asked = root_client.post(f"{ADMIN}/deadjob/{key}/", {"action": "delete"}).content.decode()
     assert "Delete this job?" in asked and DeadSet().size == 1  # asked first
     assert f'href="{ADMIN}/deadjob/{key}/" class="button cancel-link"' in asked
-    done = admin_client.post(f"{ADMIN}/deadjob/{key}/", {"action": "delete", "confirm": "yes"})
+    done = root_client.post(f"{ADMIN}/deadjob/{key}/", {"action": "delete", "confirm": "yes"})
     assert done.status_code == 302 and done["Location"] == f"{ADMIN}/deadjob/"
-    assert messages(admin_client.get(done["Location"])) == ["Deleted 1 job."]
+    assert messages(root_client.get(done["Location"])) == ["Deleted 1 job."]
     assert DeadSet().size == 0
 
 
-def test_all_asks_first_then_acts_on_every_job(admin_client: Client, r: redis.Redis) -> None:
+def test_all_asks_first_then_acts_on_every_job(root_client: Client, r: redis.Redis) -> None:
     for n in range(30):
         DeadSet().kill({"class": "tests.Dead", "args": [n], "jid": f"{n:024x}", "queue": "q"})
     form = {
         "action": "retry",
         "select_across": "1",
-        "_selected_action": keys(admin_client.get(f"{ADMIN}/deadjob/")),
+        "_selected_action": keys(root_client.get(f"{ADMIN}/deadjob/")),
     }
-    question = admin_client.post(f"{ADMIN}/deadjob/", form)
+    question = root_client.post(f"{ADMIN}/deadjob/", form)
     assert question.status_code == 200 and "Retry all 30 jobs now?" in question.content.decode()
     assert DeadSet().size == 30  # nothing happened yet
-    done = admin_client.post(f"{ADMIN}/deadjob/", {**form, "confirm": "yes"}, follow=True)
+    done = root_client.post(f"{ADMIN}/deadjob/", {**form, "confirm": "yes"}, follow=True)
     assert messages(done) == ["Retried 30 jobs."]
     assert DeadSet().size == 0 and Queue("q").size == 30
 
 
-def test_all_with_a_filter_acts_on_the_matches_only(admin_client: Client) -> None:
+def test_all_with_a_filter_acts_on_the_matches_only(root_client: Client) -> None:
     for n in range(40):
         name = "tests.Keep" if n % 4 else "tests.Drop"
         DeadSet().kill({"class": name, "args": [n], "jid": f"{n:024x}", "queue": "q"})
     url = f"{ADMIN}/deadjob/?job=tests.Drop"
     form = {"action": "delete", "select_across": "1", "confirm": "yes"}
-    done = admin_client.post(url, form, follow=True)
+    done = root_client.post(url, form, follow=True)
     assert messages(done) == ["Deleted 10 jobs."]
     assert DeadSet().size == 30 and {e.job_name for e in DeadSet()} == {"tests.Keep"}
 
 
 def test_an_action_on_a_job_that_moved_says_so(
-    admin_client: Client, failed: Callable[[int], list[str]]
+    root_client: Client, failed: Callable[[int], list[str]]
 ) -> None:
     failed(2)
-    listing = admin_client.get(f"{ADMIN}/retryjob/")
+    listing = root_client.get(f"{ADMIN}/retryjob/")
     first, second = keys(listing)
     RetrySet().entry(first).retry()  # another admin (or the poller) got there first
-    done = admin_client.post(
+    done = root_client.post(
         f"{ADMIN}/retryjob/", {"action": "retry", "_selected_action": [first, second]}, follow=True
     )
     (message,) = messages(done)
@@ -363,38 +363,38 @@ def test_an_action_on_a_job_that_moved_says_so(
     assert Queue().size == 2 and RetrySet().size == 0
 
 
-def test_clear_a_queue_after_confirming(admin_client: Client) -> None:
+def test_clear_a_queue_after_confirming(root_client: Client) -> None:
     for n in range(4):
         admin_ok.set(queue="bulk").perform_async(n)
-    question = admin_client.post(f"{ADMIN}/queue/", {"queue": "bulk"})
+    question = root_client.post(f"{ADMIN}/queue/", {"queue": "bulk"})
     assert "Clear queue bulk: delete all 4 of its jobs?" in question.content.decode()
     assert Queue("bulk").size == 4
-    done = admin_client.post(f"{ADMIN}/queue/", {"queue": "bulk", "confirm": "yes"}, follow=True)
+    done = root_client.post(f"{ADMIN}/queue/", {"queue": "bulk", "confirm": "yes"}, follow=True)
     assert messages(done) == ["Cleared queue bulk: deleted 4 jobs."] and Queue("bulk").size == 0
 
 
 def test_pause_and_resume_a_queue_from_the_queues_page_and_its_own(
-    admin_client: Client,
+    root_client: Client,
 ) -> None:
     for n in range(2):
         admin_ok.set(queue="bulk").perform_async(n)
-    page = admin_client.get(f"{ADMIN}/queue/").content.decode()
+    page = root_client.get(f"{ADMIN}/queue/").content.decode()
     assert 'name="action" value="pause"' in page and "djqueue-paused" not in page
-    done = admin_client.post(f"{ADMIN}/queue/", {"queue": "bulk", "action": "pause"}, follow=True)
+    done = root_client.post(f"{ADMIN}/queue/", {"queue": "bulk", "action": "pause"}, follow=True)
     assert messages(done)[0].startswith("Paused queue bulk: workers take no job from it")
     assert Queue("bulk").paused and Queue("bulk").size == 2
     row = re.search(r'<tr data-name="bulk".*?</tr>', done.content.decode(), re.S)
     assert row is not None and '"djqueue-tag djqueue-paused">paused<' in row[0]
     assert 'value="resume"' in row[0]
-    own = admin_client.get(f"{ADMIN}/queue/bulk/").content.decode()
+    own = root_client.get(f"{ADMIN}/queue/bulk/").content.decode()
     assert 'data-paused="1">paused<' in own and 'value="resume"' in own
-    dashboard = admin_client.get(f"{ADMIN}/dashboard/").content.decode()
+    dashboard = root_client.get(f"{ADMIN}/dashboard/").content.decode()
     assert '<span data-live="paused">bulk</span>' in dashboard
-    assert admin_client.get(f"{ADMIN}/dashboard/live/").json()["paused"] == "bulk"
-    resumed = admin_client.post(f"{ADMIN}/queue/bulk/", {"action": "resume"}, follow=True)
+    assert root_client.get(f"{ADMIN}/dashboard/live/").json()["paused"] == "bulk"
+    resumed = root_client.post(f"{ADMIN}/queue/bulk/", {"action": "resume"}, follow=True)
     assert messages(resumed)[0].startswith("Resumed queue bulk")
     assert not Queue("bulk").paused and 'value="pause"' in resumed.content.decode()
-    assert "djqueue-paused" not in admin_client.get(f"{ADMIN}/queue/").content.decode()
+    assert "djqueue-paused" not in root_client.get(f"{ADMIN}/queue/").content.decode()
 
 
 def test_pausing_a_queue_needs_the_change_permission(client: Client) -> None:
@@ -413,12 +413,12 @@ def test_pausing_a_queue_needs_the_change_permission(client: Client) -> None:
     assert Queue("bulk").paused
 
 
-def test_delete_selected_queue_jobs(admin_client: Client) -> None:
+def test_delete_selected_queue_jobs(root_client: Client) -> None:
     jids = [str(admin_ok.perform_async(n)) for n in range(3)]
-    listing = admin_client.get(f"{ADMIN}/queue/default/")
+    listing = root_client.get(f"{ADMIN}/queue/default/")
     admin_ok.perform_async(99)  # pushed after the page was drawn: indexes moved by one
     chosen = [k for k in keys(listing) if k.endswith(jids[1])]
-    done = admin_client.post(
+    done = root_client.post(
         f"{ADMIN}/queue/default/",
         {"action": "delete", "_selected_action": chosen, "confirm": "yes"},
         follow=True,
@@ -427,30 +427,30 @@ def test_delete_selected_queue_jobs(admin_client: Client) -> None:
     assert jids[1] not in {j.jid for j in Queue().jobs()} and Queue().size == 3
 
 
-def test_quiet_and_stop_a_process(admin_client: Client, worker: Callable[..., Running]) -> None:
+def test_quiet_and_stop_a_process(root_client: Client, worker: Callable[..., Running]) -> None:
     running = worker()
-    admin_client.post(f"{ADMIN}/busy/", {"action": "quiet", "identity": running.identity})
+    root_client.post(f"{ADMIN}/busy/", {"action": "quiet", "identity": running.identity})
     wait_for(lambda: running.launcher.manager.quiet, what="quiet")
-    question = admin_client.post(f"{ADMIN}/busy/", {"action": "stop"})
+    question = root_client.post(f"{ADMIN}/busy/", {"action": "stop"})
     assert "Stop every worker process?" in question.content.decode()
     assert running.thread.is_alive()
-    done = admin_client.post(f"{ADMIN}/busy/", {"action": "stop", "confirm": "yes"}, follow=True)
+    done = root_client.post(f"{ADMIN}/busy/", {"action": "stop", "confirm": "yes"}, follow=True)
     assert messages(done)[-1] == "Asked to stop 1 process."
     running.thread.join(20)
     assert not running.thread.is_alive()
-    gone = admin_client.post(
+    gone = root_client.post(
         f"{ADMIN}/busy/", {"action": "stop", "identity": running.identity}, follow=True
     )
     assert messages(gone) == [f"Process {running.identity} is no longer running."]
 
 
 def test_an_embedded_sidekiq_process_offers_no_quiet_nor_stop(
-    admin_client: Client, r: redis.Redis
+    root_client: Client, r: redis.Redis
 ) -> None:
     embedded, alone = "puma:1:eeeeeeeeeeee", "worker:2:ffffffffffff"
     heartbeat(r, embedded, embedded=True)
     heartbeat(r, alone)
-    page = admin_client.get(f"{ADMIN}/busy/").content.decode()
+    page = root_client.get(f"{ADMIN}/busy/").content.decode()
 
     def row(identity: str) -> str:
         found = re.search(rf'<tr data-identity="{identity}">.*?</tr>', page, re.S)
@@ -460,14 +460,14 @@ def test_an_embedded_sidekiq_process_offers_no_quiet_nor_stop(
     assert "embedded</span>" in row(embedded)
     assert 'value="quiet"' not in row(embedded) and 'value="stop"' not in row(embedded)
     assert 'value="quiet"' in row(alone) and 'value="stop"' in row(alone)
-    refused = admin_client.post(
+    refused = root_client.post(
         f"{ADMIN}/busy/", {"action": "quiet", "identity": embedded}, follow=True
     )
     assert messages(refused) == [
         f"Process {embedded} is an embedded Sidekiq process: it ignores quiet; "
         "the application it runs in starts and stops it"
     ]
-    done = admin_client.post(f"{ADMIN}/busy/", {"action": "stop", "confirm": "yes"}, follow=True)
+    done = root_client.post(f"{ADMIN}/busy/", {"action": "stop", "confirm": "yes"}, follow=True)
     assert messages(done)[-1] == "Asked to stop 1 process."
     assert r.lrange(f"{embedded}-signals", 0, -1) == []
     assert r.lrange(f"{alone}-signals", 0, -1) == ["TERM"]
@@ -564,15 +564,15 @@ def test_every_page_refuses_a_post_without_the_token_on_its_own(
     assert RetrySet().size == 1
 
 
-def test_pages_are_not_cached(admin_client: Client) -> None:
-    assert "no-cache" in admin_client.get(f"{ADMIN}/retryjob/")["Cache-Control"]
+def test_pages_are_not_cached(root_client: Client) -> None:
+    assert "no-cache" in root_client.get(f"{ADMIN}/retryjob/")["Cache-Control"]
 
 
 # -- data written by others, bad data, settings -----------------------------------------------
 
 
 def test_sidekiq_written_jobs_show_their_names_and_times(
-    admin_client: Client, r: redis.Redis
+    root_client: Client, r: redis.Redis
 ) -> None:
     now_ms = int(time.time() * 1000)
     active_job = {
@@ -597,52 +597,52 @@ def test_sidekiq_written_jobs_show_their_names_and_times(
     }
     for item, score in ((active_job, time.time() + 30), (task, time.time() + 60)):
         r.zadd("retry", {json.dumps(item, separators=(",", ":")): score})
-    listing = admin_client.get(f"{ADMIN}/retryjob/")
+    listing = root_client.get(f"{ADMIN}/retryjob/")
     text = listing.content.decode()
     assert "InvoiceMailerJob" in text and "42, &#34;fr&#34;" in text
     assert "billing.tasks.charge" in text and "Net::ReadTimeout" in text
     key = next(k for k in keys(listing) if k.endswith("a" * 24))
-    job = admin_client.get(f"{ADMIN}/retryjob/{key}/").content.decode()
+    job = root_client.get(f"{ADMIN}/retryjob/{key}/").content.decode()
     assert "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper" in job
     assert "(1 minute ago)" in job  # enqueued_at in integer milliseconds, read as such
     assert (
         "InvoiceMailerJob"
-        in admin_client.get(f"{ADMIN}/retryjob/?job=InvoiceMailerJob").content.decode()
+        in root_client.get(f"{ADMIN}/retryjob/?job=InvoiceMailerJob").content.decode()
     )
 
 
-def test_bad_entries_show_as_such_and_can_be_deleted(admin_client: Client, r: redis.Redis) -> None:
+def test_bad_entries_show_as_such_and_can_be_deleted(root_client: Client, r: redis.Redis) -> None:
     r.zadd("dead", {"{not json": time.time(), "[1,2]": time.time() - 1})
     DeadSet().kill({"class": "tests.Fine", "args": [], "jid": "f" * 24})
-    listing = admin_client.get(f"{ADMIN}/deadjob/")
+    listing = root_client.get(f"{ADMIN}/deadjob/")
     text = listing.content.decode()
     assert listing.status_code == 200 and "tests.Fine" in text
     assert "not JSON" in text and "not a JSON object" in text
     bad = [k for k in keys(listing) if not k.endswith("f" * 24)]
-    retried = admin_client.post(
+    retried = root_client.post(
         f"{ADMIN}/deadjob/", {"action": "retry", "_selected_action": bad}, follow=True
     )
     assert "2 selected entries are not a job" in messages(retried)[0] and DeadSet().size == 3
     for key in bad:
-        assert admin_client.get(f"{ADMIN}/deadjob/{key}/").status_code == 200
+        assert root_client.get(f"{ADMIN}/deadjob/{key}/").status_code == 200
     form = {"action": "delete", "_selected_action": bad, "confirm": "yes"}
-    admin_client.post(f"{ADMIN}/deadjob/", form)
+    root_client.post(f"{ADMIN}/deadjob/", form)
     assert [e.jid for e in DeadSet()] == ["f" * 24]
 
 
 def test_hidden_arguments_are_neither_shown_nor_searchable(
-    admin_client: Client, failed: Callable[[int], list[str]], redis_url: str
+    root_client: Client, failed: Callable[[int], list[str]], redis_url: str
 ) -> None:
     failed(1)
     djqueue.configure(redis_url=redis_url, web_show_args=False)
-    listing = admin_client.get(f"{ADMIN}/retryjob/")
+    listing = root_client.get(f"{ADMIN}/retryjob/")
     text = listing.content.decode()
     assert "order-0" not in text.replace("card declined for order-0", "")
     assert "(2 arguments hidden)" in text
-    assert rows(admin_client.get(f"{ADMIN}/retryjob/?q=order-0")) != []  # the error says it
-    assert rows(admin_client.get(f"{ADMIN}/retryjob/?q=s3cret")) == []
+    assert rows(root_client.get(f"{ADMIN}/retryjob/?q=order-0")) != []  # the error says it
+    assert rows(root_client.get(f"{ADMIN}/retryjob/?q=s3cret")) == []
     (key,) = keys(listing)
-    assert "s3cret" not in admin_client.get(f"{ADMIN}/retryjob/{key}/").content.decode()
+    assert "s3cret" not in root_client.get(f"{ADMIN}/retryjob/{key}/").content.decode()
 
 
 @pytest.fixture
@@ -658,50 +658,50 @@ def password_redis(r: redis.Redis, redis_url: str) -> Iterator[str]:
         authed.close()
 
 
-def test_the_redis_password_is_never_shown(admin_client: Client, password_redis: str) -> None:
+def test_the_redis_password_is_never_shown(root_client: Client, password_redis: str) -> None:
     djqueue.configure(redis_url=password_redis)
-    page = admin_client.get(f"{ADMIN}/dashboard/")
-    live = admin_client.get(f"{ADMIN}/dashboard/live/")
+    page = root_client.get(f"{ADMIN}/dashboard/")
+    live = root_client.get(f"{ADMIN}/dashboard/live/")
     assert page.status_code == 200 and live.status_code == 200
     for response in (page, live):
         assert "hunter2" not in response.content.decode()
     assert ":***@" in page.content.decode()
 
 
-def test_redis_down_shows_a_clear_page(admin_client: Client) -> None:
+def test_redis_down_shows_a_clear_page(root_client: Client) -> None:
     djqueue.configure(redis_url="redis://127.0.0.1:1/0", connect_timeout=0.2)
-    page = admin_client.get(f"{ADMIN}/retryjob/")
+    page = root_client.get(f"{ADMIN}/retryjob/")
     assert page.status_code == 503 and "127.0.0.1:1" in page.content.decode()
-    assert admin_client.get(f"{ADMIN}/dashboard/live/").status_code == 503
+    assert root_client.get(f"{ADMIN}/dashboard/live/").status_code == 503
 
 
-def test_names_with_slashes_have_pages(admin_client: Client) -> None:
+def test_names_with_slashes_have_pages(root_client: Client) -> None:
     jid = str(admin_ok.set(queue="mail/high").perform_async(1))
-    queues = admin_client.get(f"{ADMIN}/queue/")
+    queues = root_client.get(f"{ADMIN}/queue/")
     assert (
         queues.status_code == 200 and f'href="{ADMIN}/queue/mail/high/"' in queues.content.decode()
     )
-    listing = admin_client.get(f"{ADMIN}/queue/mail/high/")
+    listing = root_client.get(f"{ADMIN}/queue/mail/high/")
     assert rows(listing) == [jid]
     (key,) = keys(listing)
-    assert jid in admin_client.get(f"{ADMIN}/queue/mail/high/job/{key}/").content.decode()
+    assert jid in root_client.get(f"{ADMIN}/queue/mail/high/job/{key}/").content.decode()
 
 
 def test_metrics_page_per_class_with_links_range_and_filter(
-    admin_client: Client, worker: Callable[..., Running], r: redis.Redis
+    root_client: Client, worker: Callable[..., Running], r: redis.Redis
 ) -> None:
     run_for_metrics(worker, r)
     check_metrics_page(
-        lambda query: admin_client.get(f"{ADMIN}/metrics/{query}").content.decode(),
+        lambda query: root_client.get(f"{ADMIN}/metrics/{query}").content.decode(),
         f"{ADMIN}/retryjob/",
         f"{ADMIN}/deadjob/",
     )
-    assert f'href="{ADMIN}/metrics/"' in admin_client.get("/admin/").content.decode()
+    assert f'href="{ADMIN}/metrics/"' in root_client.get("/admin/").content.decode()
 
 
 def test_limits_page_lists_every_limiter_with_its_use_and_hits(
-    admin_client: Client, r: redis.Redis
+    root_client: Client, r: redis.Redis
 ) -> None:
     fill_limiters(r)
-    check_limits_page(admin_client.get(f"{ADMIN}/limits/").content.decode())
-    assert f'href="{ADMIN}/limits/"' in admin_client.get("/admin/").content.decode()
+    check_limits_page(root_client.get(f"{ADMIN}/limits/").content.decode())
+    assert f'href="{ADMIN}/limits/"' in root_client.get("/admin/").content.decode()

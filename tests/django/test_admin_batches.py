@@ -51,29 +51,29 @@ def messages(response: Any) -> list[str]:
     return [str(m) for m in response.context["messages"]]
 
 
-def test_the_list_and_a_batch_page(admin_client: Client, r: redis.Redis) -> None:
+def test_the_list_and_a_batch_page(root_client: Client, r: redis.Redis) -> None:
     fill_batches(r)
-    listing = admin_client.get(BATCHES)
+    listing = root_client.get(BATCHES)
     assert listing.status_code == 200
     check_batches_page(listing.content.decode(), link)
     assert 'class="active"><a href="/admin/djqueue/batch/"' in listing.content.decode()
-    assert f'href="{BATCHES}"' in admin_client.get("/admin/").content.decode()
-    page = admin_client.get(link(CHILD))
+    assert f'href="{BATCHES}"' in root_client.get("/admin/").content.decode()
+    page = root_client.get(link(CHILD))
     assert page.status_code == 200
     check_batch_page(page.content.decode(), link)
-    missing = admin_client.get(link("0" * 24))
+    missing = root_client.get(link("0" * 24))
     assert missing.status_code == 404 and "is kept" in missing.content.decode()
 
 
 def test_a_batch_job_leads_to_its_page_which_links_back(
-    admin_client: Client, r: redis.Redis
+    root_client: Client, r: redis.Redis
 ) -> None:
     fill_batches(r)
-    found = admin_client.get(link(f"{CHILD}/job/{RETRYING}"))
+    found = root_client.get(link(f"{CHILD}/job/{RETRYING}"))
     entry = RetrySet().find_job(RETRYING)
     assert entry is not None and found.status_code == 302
     assert found["Location"] == f"{ADMIN}/retryjob/{entry.key}/"
-    job_page = admin_client.get(found["Location"])
+    job_page = root_client.get(found["Location"])
     assert messages(job_page) == []  # followed, nothing to say
     text = job_page.content.decode()
     assert f'<a href="{link(CHILD)}" data-link="batch"><code>{CHILD}</code></a>' in text

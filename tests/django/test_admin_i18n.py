@@ -36,23 +36,23 @@ def page(client: Client, url: str, language: str) -> str:
     return found.content.decode()
 
 
-def test_pages_follow_the_request_language(admin_client: Client, redis_url: str) -> None:
+def test_pages_follow_the_request_language(root_client: Client, redis_url: str) -> None:
     admin_i18n_ok.perform_async(1)
     admin_i18n_ok.perform_async(2)
-    ja = page(admin_client, "/admin/djqueue/queue/default/", "ja")
+    ja = page(root_client, "/admin/djqueue/queue/default/", "ja")
     assert 'lang="ja"' in ja and "2 件中 1–2 件" in ja and ">キューを空にする<" in ja
-    fa = page(admin_client, "/admin/djqueue/dashboard/", "fa")
+    fa = page(root_client, "/admin/djqueue/dashboard/", "fa")
     assert 'dir="rtl"' in fa and ">داشبورد</a>" in fa and "تأخیر صف پیش‌فرض:" in fa
-    zh = page(admin_client, "/admin/djqueue/busy/", "zh-hans")
+    zh = page(root_client, "/admin/djqueue/busy/", "zh-hans")
     assert "没有正在运行的工作进程" in zh
-    english = page(admin_client, "/admin/djqueue/queue/default/", "en")
+    english = page(root_client, "/admin/djqueue/queue/default/", "en")
     assert "1–2 of 2 jobs" in english and 'dir="ltr"' in english
 
 
-def test_the_admin_index_names_the_pages_in_the_request_language(admin_client: Client) -> None:
-    ja = page(admin_client, "/admin/", "ja")
+def test_the_admin_index_names_the_pages_in_the_request_language(root_client: Client) -> None:
+    ja = page(root_client, "/admin/", "ja")
     for name in ("ダッシュボード", "キュー", "予定", "再試行", "デッド", "稼働中", "定期"):
         assert f">{name}</a>" in ja, name
-    assert ">Dashboard</a>" in page(admin_client, "/admin/", "en")
-    fa = page(admin_client, "/admin/djqueue/", "fa")
+    assert ">Dashboard</a>" in page(root_client, "/admin/", "en")
+    fa = page(root_client, "/admin/djqueue/", "fa")
     assert ">داشبورد</a>" in fa and ">صف‌ها</a>" in fa

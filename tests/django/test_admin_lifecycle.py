@@ -31,32 +31,32 @@ def text(response: Any) -> str:
     return html.unescape(response.content.decode())
 
 
-def test_the_job_page_shows_the_lifecycle(admin_client: Client) -> None:
+def test_the_job_page_shows_the_lifecycle(root_client: Client) -> None:
     admin_tracked.perform_in(3600, 1)
-    listing = admin_client.get(f"{ADMIN}/scheduledjob/")
+    listing = root_client.get(f"{ADMIN}/scheduledjob/")
     (key,) = re.findall(r'name="_selected_action" value="([^"]+)"', listing.content.decode())
-    page = text(admin_client.get(f"{ADMIN}/scheduledjob/{key}/"))
+    page = text(root_client.get(f"{ADMIN}/scheduledjob/{key}/"))
     assert "Lifecycle" in page and "<code>scheduled</code>" in page
     assert "Scheduled for" in page and "Kept for" in page and "10 min once finished" in page
     untracked = djqueue.Client().push({"class": "x.Untracked", "args": [], "at": 10**10})
     assert untracked
-    listing = admin_client.get(f"{ADMIN}/scheduledjob/")
+    listing = root_client.get(f"{ADMIN}/scheduledjob/")
     keys = re.findall(r'name="_selected_action" value="([^"]+)"', listing.content.decode())
     other = next(k for k in keys if untracked in k)
-    assert "Lifecycle" not in text(admin_client.get(f"{ADMIN}/scheduledjob/{other}/"))
+    assert "Lifecycle" not in text(root_client.get(f"{ADMIN}/scheduledjob/{other}/"))
 
 
-def test_find_a_job_by_jid_from_the_dashboard(admin_client: Client, worker: Any) -> None:
-    assert "Find job by jid" in text(admin_client.get(f"{ADMIN}/dashboard/"))
+def test_find_a_job_by_jid_from_the_dashboard(root_client: Client, worker: Any) -> None:
+    assert "Find job by jid" in text(root_client.get(f"{ADMIN}/dashboard/"))
     jid = admin_tracked.perform_later(21)
-    pending = text(admin_client.get(f"{ADMIN}/dashboard/job/", {"jid": jid}))
+    pending = text(root_client.get(f"{ADMIN}/dashboard/job/", {"jid": jid}))
     assert "<code>pending</code>" in pending and "admin_tracked" in pending
     assert "<code>21</code>" in pending  # the arguments as pushed
     worker()
     assert djqueue.result(jid, timeout=10) == 42
-    done = text(admin_client.get(f"{ADMIN}/dashboard/job/", {"jid": jid}))
+    done = text(root_client.get(f"{ADMIN}/dashboard/job/", {"jid": jid}))
     assert "<code>completed</code>" in done and "<code>42</code>" in done and "Finished" in done
-    missing = admin_client.get(f"{ADMIN}/dashboard/job/", {"jid": "f" * 24})
+    missing = root_client.get(f"{ADMIN}/dashboard/job/", {"jid": "f" * 24})
     assert missing.status_code == 404 and "No job ffff" in text(missing)
 
 

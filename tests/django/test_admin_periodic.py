@@ -107,10 +107,10 @@ def status(name: str) -> str:
 # -- pages ------------------------------------------------------------------------------------
 
 
-def test_the_index_and_the_tab_bar_list_the_page(admin_client: Client) -> None:
-    assert f'href="{PERIODIC}"' in admin_client.get("/admin/").content.decode()
+def test_the_index_and_the_tab_bar_list_the_page(root_client: Client) -> None:
+    assert f'href="{PERIODIC}"' in root_client.get("/admin/").content.decode()
     nav = re.search(
-        r'<nav class="djqueue-nav".*?</nav>', admin_client.get(PERIODIC).content.decode(), re.S
+        r'<nav class="djqueue-nav".*?</nav>', root_client.get(PERIODIC).content.decode(), re.S
     )
     assert nav is not None
     labels = re.findall(r">([A-Za-z]+)</a>", nav[0])
@@ -129,8 +129,8 @@ def test_the_index_and_the_tab_bar_list_the_page(admin_client: Client) -> None:
     assert 'class="active"><a href="/admin/djqueue/periodicjob/"' in nav[0]
 
 
-def test_the_list_shows_every_entry(admin_client: Client, entries: None) -> None:
-    page = admin_client.get(PERIODIC)
+def test_the_list_shows_every_entry(root_client: Client, entries: None) -> None:
+    page = root_client.get(PERIODIC)
     text = page.content.decode()
     assert page.status_code == 200
     assert re.findall(r'<tr data-name="([^"]+)"', text) == [
@@ -160,9 +160,9 @@ def test_the_list_shows_every_entry(admin_client: Client, entries: None) -> None
     assert "djqueue-error" in noon and "every day at noon" in noon and ">next: never<" in noon
 
 
-def test_an_entry_page(admin_client: Client, entries: None) -> None:
+def test_an_entry_page(root_client: Client, entries: None) -> None:
     jid = PeriodicSet().find("p.tick").run_now()  # type: ignore[union-attr]
-    page = admin_client.get(f"{PERIODIC}p.tick/")
+    page = root_client.get(f"{PERIODIC}p.tick/")
     text = page.content.decode()
     assert page.status_code == 200
     assert len(re.findall(r'<div class="module djqueue-upcoming">.*?</div>', text, re.S)) == 1
@@ -172,89 +172,89 @@ def test_an_entry_page(admin_client: Client, entries: None) -> None:
     assert "&#34;class&#34;: &#34;reports.tick&#34;" in text
     assert "tok-s3cret" not in text and "********" in text
     assert "Declared in" in text and "djqueue (code or settings)" in text
-    weekly = admin_client.get(f"{PERIODIC}weekly_report/").content.decode()
+    weekly = root_client.get(f"{PERIODIC}weekly_report/").content.decode()
     assert "elsewhere (sidekiq-cron, Ruby)" in weekly and "ruby-s3cret" not in weekly
     assert "2026-11-22 04:00:00 UTC" in weekly and "a" * 24 in weekly
-    noon = admin_client.get(f"{PERIODIC}noon_report/").content.decode()
+    noon = root_client.get(f"{PERIODIC}noon_report/").content.decode()
     assert "not fired by djqueue: " in noon and "djqueue-upcoming" not in noon
-    missing = admin_client.get(f"{PERIODIC}nothing-here/")
+    missing = root_client.get(f"{PERIODIC}nothing-here/")
     assert missing.status_code == 404 and "No periodic job named nothing-here" in (
         missing.content.decode()
     )
 
 
-def test_a_tracked_push_links_to_its_job_page(admin_client: Client, r: redis.Redis) -> None:
+def test_a_tracked_push_links_to_its_job_page(root_client: Client, r: redis.Redis) -> None:
     declare(r, "kept", "0 * * * *", "reports.kept", options={"retention": 3600})
     jid = PeriodicSet().find("kept").run_now()  # type: ignore[union-attr]
-    text = admin_client.get(f"{PERIODIC}kept/").content.decode()
+    text = root_client.get(f"{PERIODIC}kept/").content.decode()
     assert f'href="{ADMIN}/dashboard/job/?jid={jid}"' in text and ">pending<" in text
 
 
 # -- actions ----------------------------------------------------------------------------------
 
 
-def test_row_buttons_disable_enable_and_run_now(admin_client: Client, entries: None) -> None:
-    done = admin_client.post(PERIODIC, {"row_action": "disable:p.tick"}, follow=True)
+def test_row_buttons_disable_enable_and_run_now(root_client: Client, entries: None) -> None:
+    done = root_client.post(PERIODIC, {"row_action": "disable:p.tick"}, follow=True)
     assert messages(done) == ["Disabled p.tick."] and status("p.tick") == "disabled"
-    done = admin_client.post(PERIODIC, {"row_action": "enable:digest"}, follow=True)
+    done = root_client.post(PERIODIC, {"row_action": "enable:digest"}, follow=True)
     assert messages(done) == ["Enabled digest."] and status("digest") == "enabled"
-    done = admin_client.post(PERIODIC, {"row_action": "run_now:weekly_report"}, follow=True)
+    done = root_client.post(PERIODIC, {"row_action": "run_now:weekly_report"}, follow=True)
     (job,) = [json.loads(j) for j in Queue("reports").redis.lrange("queue:reports", 0, -1)]
     assert messages(done) == [f"Pushed weekly_report (jid {job['jid']}) now."]
     assert job["class"] == "ReportWorker" and job["args"][0] == "weekly_report-arg"
     assert done.redirect_chain == [(PERIODIC, 302)]
 
 
-def test_the_action_menu_acts_on_ticked_rows(admin_client: Client, entries: None) -> None:
+def test_the_action_menu_acts_on_ticked_rows(root_client: Client, entries: None) -> None:
     form = {"action": "disable", "_selected_action": ["p.tick", "weekly_report", "gone"]}
-    done = admin_client.post(PERIODIC, form, follow=True)
+    done = root_client.post(PERIODIC, form, follow=True)
     assert messages(done) == ["Disabled p.tick, weekly_report. No longer there: gone."]
     assert status("p.tick") == status("weekly_report") == "disabled"
-    done = admin_client.post(PERIODIC, {"action": "run_now", "_selected_action": ["p.tick"]})
+    done = root_client.post(PERIODIC, {"action": "run_now", "_selected_action": ["p.tick"]})
     assert Queue().size == 1
-    nothing = admin_client.post(PERIODIC, {"action": "enable"}, follow=True)
+    nothing = root_client.post(PERIODIC, {"action": "enable"}, follow=True)
     assert "must be selected" in messages(nothing)[-1]
 
 
 def test_delete_asks_first_and_says_a_declared_job_comes_back(
-    admin_client: Client, entries: None, r: redis.Redis
+    root_client: Client, entries: None, r: redis.Redis
 ) -> None:
-    asked = admin_client.post(PERIODIC, {"row_action": "delete:p.tick"})
+    asked = root_client.post(PERIODIC, {"row_action": "delete:p.tick"})
     text = asked.content.decode()
     assert asked.status_code == 200 and "Delete the periodic job p.tick?" in text
     assert "the next worker to start writes it again" in text and status("p.tick") == "enabled"
     names = re.search(r'name="names" value="([^"]+)"', text)
     assert names is not None
     form = {"action": "delete", "names": html.unescape(names[1]), "confirm": "yes"}
-    done = admin_client.post(PERIODIC, form, follow=True)
+    done = root_client.post(PERIODIC, form, follow=True)
     assert messages(done)[0].startswith("Deleted p.tick. p.tick: declared in code")
     assert status("p.tick") == "gone" and not r.exists("cron_job:p.tick:jid_history")
-    asked = admin_client.post(
+    asked = root_client.post(
         PERIODIC, {"action": "delete", "_selected_action": ["weekly_report", "noon_report"]}
     )
     text = asked.content.decode()
     assert "Delete 2 periodic jobs: weekly_report, noon_report?" in text
     assert "writes it again" not in text
     form = {"action": "delete", "names": '["weekly_report", "noon_report"]', "confirm": "yes"}
-    done = admin_client.post(PERIODIC, form, follow=True)
+    done = root_client.post(PERIODIC, form, follow=True)
     assert messages(done) == ["Deleted weekly_report, noon_report."]
     assert [e.name for e in PeriodicSet().all()] == ["digest"]
 
 
-def test_actions_from_an_entry_page(admin_client: Client, entries: None) -> None:
+def test_actions_from_an_entry_page(root_client: Client, entries: None) -> None:
     here = f"{PERIODIC}digest/"
-    text = admin_client.get(here).content.decode()
+    text = root_client.get(here).content.decode()
     assert 'value="enable"' in text and 'value="disable"' not in text
-    done = admin_client.post(here, {"action": "enable"}, follow=True)
+    done = root_client.post(here, {"action": "enable"}, follow=True)
     assert messages(done) == ["Enabled digest."] and done.redirect_chain == [(here, 302)]
-    done = admin_client.post(here, {"action": "run_now"}, follow=True)
+    done = root_client.post(here, {"action": "run_now"}, follow=True)
     assert messages(done)[0].startswith("Pushed digest (jid ") and Queue().size == 1
-    asked = admin_client.post(here, {"action": "delete"})
+    asked = root_client.post(here, {"action": "delete"})
     assert "Delete the periodic job digest?" in asked.content.decode()
     assert f'href="{here}"' in asked.content.decode()  # "No, take me back"
-    done = admin_client.post(here, {"action": "delete", "confirm": "yes"}, follow=True)
+    done = root_client.post(here, {"action": "delete", "confirm": "yes"}, follow=True)
     assert done.redirect_chain == [(PERIODIC, 302)] and status("digest") == "gone"
-    gone = admin_client.post(here, {"action": "disable"}, follow=True)
+    gone = root_client.post(here, {"action": "disable"}, follow=True)
     assert messages(gone) == ["Disabled no periodic job. No longer there: digest."]
 
 
@@ -304,38 +304,38 @@ def test_actions_need_the_csrf_token(entries: None) -> None:
     assert client.post(PERIODIC, form).status_code == 302 and status("p.tick") == "disabled"
 
 
-def test_hidden_arguments(admin_client: Client, entries: None, redis_url: str) -> None:
+def test_hidden_arguments(root_client: Client, entries: None, redis_url: str) -> None:
     djqueue.configure(redis_url=redis_url, web_show_args=False)
-    text = admin_client.get(PERIODIC).content.decode()
+    text = root_client.get(PERIODIC).content.decode()
     assert (
         "(2 arguments hidden)" in text and "daily" not in text and "weekly_report-arg" not in text
     )
-    page = admin_client.get(f"{PERIODIC}p.tick/").content.decode()
+    page = root_client.get(f"{PERIODIC}p.tick/").content.decode()
     assert "daily" not in page and "(2 arguments hidden)" in page
 
 
-def test_bad_entries_are_listed_with_what_is_wrong(admin_client: Client, r: redis.Redis) -> None:
+def test_bad_entries_are_listed_with_what_is_wrong(root_client: Client, r: redis.Redis) -> None:
     r.sadd("cron_jobs", "cron_job:broken")
     r.set("cron_job:broken", "not a hash")
-    page = admin_client.get(PERIODIC)
+    page = root_client.get(PERIODIC)
     assert page.status_code == 200
     assert "Cannot be read: cron_job:broken is a string, not a hash" in page.content.decode()
-    entry = admin_client.get(f"{PERIODIC}broken/")
+    entry = root_client.get(f"{PERIODIC}broken/")
     assert entry.status_code == 200
     assert "cron_job:broken is a string, not a hash" in entry.content.decode()
     write_bad_periodic(r)
     assert_bad_periodic(
         *(
-            html.unescape(admin_client.get(f"{PERIODIC}{path}").content.decode())
+            html.unescape(root_client.get(f"{PERIODIC}{path}").content.decode())
             for path in ("", "broken/", "nocron/")
         )
     )
     form = {"action": "run_now", "_selected_action": ["broken", "fine"]}
-    (said,) = messages(admin_client.post(PERIODIC, form, follow=True))
+    (said,) = messages(root_client.post(PERIODIC, form, follow=True))
     assert said.startswith("Pushed fine (jid ") and Queue().size == 1
     assert said.endswith(SKIPPED)
     r.delete("cron_jobs")
     r.set("cron_jobs", "oops")
-    page = admin_client.get(PERIODIC)
+    page = root_client.get(PERIODIC)
     assert page.status_code == 200
     assert "cron_jobs is a string, not a set" in page.content.decode()
