@@ -78,8 +78,9 @@ local STATUS_MAX_TTL = 315360000
 -- Asked to stop while it ran: cancel.lua flags only an 'active' job, and `djqueue.cancel`
 -- then answered 'cancelling'. Whatever end such a job reaches (returned before it saw the
 -- request, failed, retried, buried), it ends cancelled, so the answer and the end agree.
+-- A status of the wrong type is repaired first (status_key): it asked nothing.
 local function status_stop_asked(prefix, job)
-  local key = prefix .. job['jid']
+  local key = status_key(prefix, job)
   return redis.call('HGET', key, 'state') == 'active'
     and redis.call('HEXISTS', key, 'cancel') == 1
 end
