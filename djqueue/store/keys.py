@@ -109,6 +109,9 @@ class Keys:
         self.limiters = o + "limiters"
         #: Hash: limiter name -> times it refused a job (the Limits page's "hits").
         self.limiter_hits = o + "limiter_hits"
+        #: Set: names of the concurrency limiters that have parked jobs (`parked_jobs`), so
+        #: the janitor's sweep finds every parked list (`djqueue.store.limits`).
+        self.parked = o + "parked"
         #: Set: names of the paused queues; every worker reads it with each beat and takes
         #: nothing from them (`djqueue.store.paused`).
         self.paused = o + "paused"
@@ -139,6 +142,11 @@ class Keys:
         """A limiter's state (`djqueue.store.limits`): a concurrency limiter's leases or a
         window's grants (sorted sets), a bucket's tokens (hash)."""
         return f"{self.own_prefix}limit:{name}"
+
+    def parked_jobs(self, name: str) -> str:
+        """The jobs a concurrency limiter refused, waiting for one of its slots (list, oldest
+        at the right; see "Limits" in docs/design.md)."""
+        return f"{self.own_prefix}parked:{name}"
 
     def queue(self, name: str) -> str:
         return f"{self.prefix}queue:{name}"

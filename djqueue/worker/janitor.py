@@ -12,6 +12,10 @@ the keys an earlier version wrote: `Janitor.upgrade`):
 * **The processes set.** Members that are dead by the same rule are removed (the store's
   prune, under Sidekiq 7's ``process_cleanup`` lock), so a dead process leaves the UI within
   a minute or so.
+* **Parked jobs.** Jobs a concurrency limiter parked go back to their queues when a slot is
+  given back; the same sweep (one process per beat) sends them back while their limiters
+  have free slots without that: the holder was killed and its lease ran out, the limit was
+  raised, the limiter is no longer defined (`djqueue.store.limits.LimitStore.unpark`).
 * **Leaked jobs in our own lists.** A reply lost to a dropped connection can leave a job in
   this process's working list that no processor knows about. A job seen there on two
   consecutive beats without a processor holding it is pushed back.
@@ -30,6 +34,7 @@ import redis
 import redis.exceptions
 
 from ..store import Keys, ProcessStore, requeue_process, upgrade, working_index
+from ..store.limits import LimitStore
 from .fetch import Fetcher, Unit
 from .log import logger
 
@@ -73,10 +78,12 @@ class Janitor:
         fetcher: Fetcher,
         in_hand: Callable[[], Counter[tuple[str, bytes]]],
         lock_seconds: float = 5,
+        default_queue: str = "default",
     ) -> None:
         self.redis = redis_client
         self.keys = keys
         self.processes = ProcessStore(redis_client, keys)
+        self.limits = LimitStore(redis_client, keys, default_queue)
         self.identity = identity
         self.host = hostname()
         self.fetcher = fetcher
@@ -98,6 +105,7 @@ class Janitor:
         self.reconcile()
         if self.processes.lock(self.keys.working_sweep, self.identity, self.lock_seconds):
             self.sweep()
+            self.unpark()
         self.clean_processes()
 
     def _gone(self, identity: str) -> bool:
@@ -139,6 +147,14 @@ class Janitor:
                 logger.warning("pushed back %d job(s) left by dead process %s", moved, ident)
             total += moved
         return total
+
+    def unpark(self) -> int:
+        """Send parked jobs back to their queues while their limiters have free slots;
+        returns how many went."""
+        moved = self.limits.unpark()
+        if moved:
+            logger.info("sent %d parked job(s) back to their queues: slots are free", moved)
+        return moved
 
     def upgrade(self) -> None:
         """At start-up, before the first sweep: move what an earlier version wrote under
