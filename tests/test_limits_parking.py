@@ -6,6 +6,8 @@ free without that; a window or a bucket puts its refused job back for when it op
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -17,6 +19,16 @@ from djqueue.store.limits import PARKED, LimitStore
 
 WORKING = "djqueue:working:host:1:abc:default"
 PARKED_LIST = "djqueue:parked:stripe"
+
+
+@pytest.fixture(autouse=True)
+def _slots_held_here_forgotten() -> Iterator[None]:
+    """The slots these tests take and do not give back are no process's to renew."""
+    before = Counter(limits._held)
+    yield
+    with limits._lock:
+        limits._held.clear()
+        limits._held.update(before)
 
 
 @pytest.fixture
@@ -186,3 +198,16 @@ def test_a_parked_job_can_be_cancelled(store, r):
     assert djqueue.status(json.loads(tracked)["jid"]).state == "cancelled"
     assert djqueue.cancel(json.loads(untracked)["jid"]) == "cancelled"
     assert r.llen(PARKED_LIST) == 0
+
+
+def test_jobs_a_window_refuses_together_are_due_a_turn_apart(store, r):
+    mail = limits.window("mail", 2, per=10)  # a turn every 5 s
+    limits.enter([mail], "a", store)
+    limits.enter([mail], "b", store)
+    (_, granted), _ = r.zrange("djqueue:limit:mail", 0, -1, withscores=True)
+    for n in range(3):
+        with pytest.raises(djqueue.OverLimit):
+            limits.enter([mail], str(n), store, job=_taken(r, _job(n)))
+    due = [at for _, at in r.zrange("schedule", 0, -1, withscores=True)]
+    opens = granted + 10
+    assert due == pytest.approx([opens, opens + 5, opens + 10], abs=0.002)

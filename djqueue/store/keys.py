@@ -109,6 +109,9 @@ class Keys:
         self.limiters = o + "limiters"
         #: Hash: limiter name -> times it refused a job (the Limits page's "hits").
         self.limiter_hits = o + "limiter_hits"
+        #: Hash: limiter name -> when the last job a window or a bucket refused is due
+        #: again, so the next one is put back a turn later (`djqueue.store.limits`).
+        self.limiter_turns = o + "limiter_turns"
         #: Set: names of the concurrency limiters that have parked jobs (`parked_jobs`), so
         #: the janitor's sweep finds every parked list (`djqueue.store.limits`).
         self.parked = o + "parked"

@@ -89,7 +89,8 @@ class LimitStore:
         `Refusal` of the first limiter that refused (its hit counted). ``job`` (working list,
         job as stored, the wait when a concurrency refusal cannot park it): on a refusal the
         job leaves that working list in the same step, parked by a concurrency limiter, put
-        back in the schedule set for the moment a window or a bucket opens."""
+        back in the schedule set for the moment a window or a bucket opens (or its turn after
+        the jobs it refused before, at its pace)."""
         working, stored, fallback = job or (self.keys.schedule, b"", 0.0)
         args: list[Any] = [lease, holder, LIMITERS_TTL, stored, fallback, self.keys.status_prefix]
         keys = [
@@ -98,6 +99,7 @@ class LimitStore:
             self.keys.schedule,
             working,
             self.keys.parked,
+            self.keys.limiter_turns,
         ]
         for kind, name, limit, per in specs:
             definition = json.dumps({"kind": kind, "limit": limit, "per": per})

@@ -3,7 +3,8 @@
 -- KEYS[1] = the limiters hash (name -> definition JSON), KEYS[2] = the hits hash (name ->
 -- times a limiter refused), KEYS[3] = the schedule set, KEYS[4] = the working list holding
 -- the job (KEYS[3] again when there is no job to put back), KEYS[5] = the set of limiters
--- with parked jobs, then two per limiter: its key and its parked list.
+-- with parked jobs, KEYS[6] = the turns hash (name -> when the last job a window or a bucket
+-- refused is due again), then two per limiter: its key and its parked list.
 -- ARGV[1] = the lease of a concurrency slot (seconds), ARGV[2] = the holder (a jid, or a jid
 -- and a token for a limiter entered in code), ARGV[3] = seconds the two hashes live after
 -- the last use, ARGV[4] = the job as stored in its working list ('' for none), ARGV[5] =
@@ -14,11 +15,14 @@
 -- Returns {0} when every limiter let the holder in (each one is then taken), else {the
 -- position (1-based) of the first that refused, the seconds until it opens (-1 for a
 -- concurrency limiter: that is not known), 1 when the job was parked, the bad keys met}:
--- nothing is taken and its hit is counted. A job given is moved in the same step, so a
--- refusal costs one round trip: refused by a concurrency limiter, it is parked until a slot
--- is given back (parking.lua); by a window or a bucket, it is put back in the schedule set
--- for the moment the limiter opens (putting_back.lua). Times are Redis's (TIME), so workers
--- on hosts whose clocks differ agree.
+-- nothing is taken and its hit is counted. Each limiter's definition is written when it lets
+-- the holder in (a full limiter was entered by someone, who wrote it: a refusal costs less
+-- so). A job given is moved in the same step, so a refusal costs one round trip: refused by
+-- a concurrency limiter, it is parked until a slot is given back (parking.lua); by a window
+-- or a bucket, it is put back in the schedule set for the moment the limiter opens
+-- (putting_back.lua), or, when jobs it refused are due then already, for the turn after the
+-- last of them, at the limiter's pace (per / limit seconds apart): jobs due together would
+-- all be taken together and all but the few it lets in be refused again. Times are Redis's (TIME), so workers on hosts whose clocks differ agree.
 --
 -- concurrent: a sorted set holder -> lease expiry; expired leases are dropped first (a
 --   killed worker's), a holder already in keeps its slot.
@@ -30,7 +34,7 @@
 --!include putting_back
 --!include parking
 
-local FIRST = 5
+local FIRST = 6
 -- Added to the moment a limiter opens, against the rounding of the times' sums.
 local MARGIN = 0.001
 local t = redis.call('TIME')
@@ -49,7 +53,6 @@ for i = 1, count do
   local base = 6 + (i - 1) * 5
   local kind, name = ARGV[base + 1], ARGV[base + 2]
   local limit, per = tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4])
-  redis.call('HSET', KEYS[1], name, ARGV[base + 5])
   local ok
   local wait = -1
   if kind == 'concurrent' then
@@ -76,16 +79,30 @@ for i = 1, count do
     ok = tokens >= 1
     wait = (1 - tokens) * per / limit + MARGIN
   end
-  if not ok then
+  if ok then
+    redis.call('HSET', KEYS[1], name, ARGV[base + 5])
+  else
     redis.call('HINCRBY', KEYS[2], name, 1)
     redis.call('EXPIRE', KEYS[2], life)
-    redis.call('EXPIRE', KEYS[1], life)
     local parked = 0
     if job ~= '' and kind == 'concurrent' then
       parked = park(KEYS[4], KEYS[FIRST + 2 * i], KEYS[5], name, job, status_prefix)
       if parked < 0 then
         wait = fallback
       end
+    end
+    if job ~= '' and kind ~= 'concurrent' then
+      local due = now + wait
+      local last = tonumber(redis.call('HGET', KEYS[6], name))
+      if last and last + per / limit > due then
+        due = last + per / limit
+      end
+      redis.call('HSET', KEYS[6], name, string.format('%.6f', due))
+      local keep = math.ceil(due - now + per) + 1
+      if redis.call('TTL', KEYS[6]) < keep then
+        redis.call('EXPIRE', KEYS[6], keep)
+      end
+      wait = due - now
     end
     if job ~= '' and (kind ~= 'concurrent' or parked < 0) then
       put_back(KEYS[3], KEYS[4], job, string.format('%.6f', now + wait), status_prefix)
