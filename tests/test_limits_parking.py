@@ -211,3 +211,14 @@ def test_jobs_a_window_refuses_together_are_due_a_turn_apart(store, r):
     due = [at for _, at in r.zrange("schedule", 0, -1, withscores=True)]
     opens = granted + 10
     assert due == pytest.approx([opens, opens + 5, opens + 10], abs=0.002)
+
+
+def test_an_index_of_the_wrong_type_is_named_and_the_figures_still_answer(store, r, caplog):
+    limits.enter([limits.concurrent("stripe", 1)], "holder", store, lease=30)
+    r.set("djqueue:parked", "not a set")
+    assert _refused(store, r, _job(1), "1").parked  # parked all the same, not indexed
+    (figures,) = store.figures()
+    assert (figures.name, figures.used, figures.parked) == ("stripe", 1, 1)
+    assert "bad key djqueue:parked: it holds a string, not a set" in caplog.text
+    assert store.unpark() == 0  # the sweep cannot find it; a slot given back still can
+    assert store.leave([("stripe", 1)], "holder") == 1

@@ -198,7 +198,8 @@ class LimitStore:
             else:
                 pipe.exists(key)
         undefined = sorted(parking - set(definitions))
-        counted = sorted(parking)
+        concurrent = {limiter.name for limiter in read if limiter.kind == "concurrent"}
+        counted = sorted(parking | concurrent)
         for name in counted:
             pipe.llen(self.keys.parked_jobs(name))
         replies = pipe.execute(raise_on_error=False) if read or counted else []

@@ -11,7 +11,7 @@
 --!include status
 
 -- How many parked jobs of paused queues one unparking may send back before it stops looking
--- for a job of a running queue (each is one LMOVE; they would not run anyway).
+-- for a job of a running queue (each is one move; they would not run anyway).
 local PARKED_LOOK = 100
 
 -- Park JOB (as stored in WORKING) in PARKED, the list of limiter NAME, noted in INDEX.
