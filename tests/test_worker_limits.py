@@ -22,6 +22,10 @@ def _push(definition, *args):
     return definition.perform_later(*args)
 
 
+def _jids(jobs_as_stored: list[str]) -> list[str]:
+    return [json.loads(job)["jid"] for job in jobs_as_stored]
+
+
 def test_a_refused_job_is_parked_not_in_a_thread_and_runs_once_the_slot_is_back(worker, r):
     worker(concurrency=2, poll_interval=0.2)
     first = _push(jobs.hold, 1)
@@ -150,9 +154,12 @@ def test_a_job_parked_for_a_paused_queue_waits_in_it_until_the_resume(worker, r)
     wait_for(lambda: r.llen(PARKED) == 1, what="second parked")
     djqueue.api.Queue("default").pause()
     wait_for(lambda: "default" in running.launcher.fetcher.paused, what="pause seen")
+    # A blocking wait begun before the pause was seen catches a job and sends it back, unrun:
+    # two beats (of 0.3 s, waits of 0.2 s) see them over.
+    beats(r, running, 2)
     r.set("release", 1)  # the slot is given back: the parked job goes to its (paused) queue
     wait_for(lambda: r.llen(PARKED) == 0, what="unparked")
-    assert [json.loads(job)["jid"] for job in r.lrange("queue:default", 0, -1)] == [second]
+    wait_for(lambda: _jids(r.lrange("queue:default", 0, -1)) == [second], what="in its queue")
     beats(r, running, 2)
     assert r.lrange("holding", 0, -1) == ["1"] and r.llen("queue:default") == 1
     djqueue.api.Queue("default").resume()
