@@ -4,18 +4,32 @@ in turns, in one run, against one private redis-server.
 
     python -m bench.limits_bench                      # 3 rounds, 10,000 free + 1,000 blocked
     python -m bench.limits_bench --rounds 5 --jobs 20000 --blocked 2000
+    python -m bench.limits_bench --before 6b6037b     # and the same with an older revision
+    python -m bench.limits_bench --feed 500           # a short queue, fed as it drains
 
-"alone": ``--jobs`` unlimited jobs (each one INCR) in ``default``. "shared": the same, with
-``--blocked`` jobs of ``@job(concurrency=1)`` spread evenly among them, whose one slot the
-bench holds for the whole run: each is refused, put back into the schedule set for 1-2 s
-(`djqueue.limits`), moved to the queue again by the poller and refused again, until the
-unlimited jobs are done. Both use ``djqueue worker -c 10``. The goal: shared/alone near 1
-(the refused jobs cost their round trips, not a waiting thread).
+"alone" (off): ``--jobs`` unlimited jobs (each one INCR) in ``default``. "shared" (on): the
+same, with ``--blocked`` jobs of ``@job(concurrency=1)`` spread evenly among them, whose one
+slot the bench holds for the whole run, so every one of them is refused: parked until a slot
+is given back (`djqueue.limits`), which never happens here. With ``--before REV``, a third
+mode, "before": the shared drain run by REV's worker (its tree exported with ``git archive``
+into a temporary folder, its djqueue first on the path), to measure a change to what a
+refusal costs against the revision before it in the same command. All use ``djqueue worker
+-c 10``. The goal: shared/alone near 1 (a blocked job costs one refusal, not a waiting thread
+nor a refusal per pass).
+
+A queue filled before the drain is the kindest case for a refused job put back on a timer: it
+comes round again only after every job pushed before its return. ``--feed N`` keeps the queue
+short instead, as a steady stream does: the jobs (the same, in the same order) are pushed N
+at a time whenever fewer than N wait, so a job put back comes round about every second.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import redis
 
@@ -25,15 +39,19 @@ from bench.redis_server import BenchRedis
 from djqueue.store import Keys
 from djqueue.store.limits import LimitStore
 
-#: "off": the unlimited jobs alone; "on": with the blocked jobs among them.
+#: "off": the unlimited jobs alone; "on": with the blocked jobs among them; "before": the
+#: same as "on", run by an older revision's worker.
 MODES = ("off", "on")
 
 
-def free_rate(url: str, jobs: int, blocked: int) -> tuple[float, float, int]:
+def free_rate(
+    url: str, jobs: int, blocked: int, tree: Path = ROOT, feed: int = 0
+) -> tuple[float, float, int]:
     """Unlimited jobs per second, from the first job's start until the last unlimited one
     ends; the worker's CPU per unlimited job (microseconds, start-up included: a figure a
     loaded machine blurs less than wall time); and how many times the limiter refused a job
-    meanwhile."""
+    meanwhile. ``tree``: whose worker runs the jobs; ``feed``: push that many at a time
+    while the queue holds fewer (0: all before the worker starts)."""
     r = redis.Redis.from_url(url)
     r.flushall()
     LimitStore(r, Keys()).enter([("concurrent", "job:bench.limited", 1, 0.0)], "bench", 3600)
@@ -44,17 +62,22 @@ def free_rate(url: str, jobs: int, blocked: int) -> tuple[float, float, int]:
         if every and i % every == 0 and i // every < blocked:
             entries.append(bench_job("bench.limited", [i], jobs + 1 + i, now))
         entries.append(bench_job("bench.free", [jobs], i + 1, now))
+    slice_ = feed or 1000
+    pushed = len(entries) if not feed else slice_
     pipe = r.pipeline(transaction=False)
     pipe.sadd("queues", "default")
-    for start in range(0, len(entries), 1000):
-        pipe.lpush("queue:default", *entries[start : start + 1000])
+    for start in range(0, pushed, slice_):
+        pipe.lpush("queue:default", *entries[start : start + slice_])
     pipe.execute()
-    worker = start_worker(ROOT, url, ("-r", "bench.limit_jobs"))
+    worker = start_worker(tree, url, ("-r", "bench.limit_jobs"))
     try:
         deadline = time.monotonic() + 300
         while not r.exists("bench:end"):
             if time.monotonic() > deadline or worker.poll() is not None:
                 raise SystemExit("the worker did not finish the unlimited jobs")
+            if pushed < len(entries) and r.llen("queue:default") < feed:
+                r.lpush("queue:default", *entries[pushed : pushed + feed])
+                pushed += feed
             time.sleep(0.005)
         started, finished = float(r.get("bench:start") or 0), float(r.get("bench:end") or 0)
         refused = int(r.hget("djqueue:limiter_hits", "job:bench.limited") or 0)
@@ -66,24 +89,47 @@ def free_rate(url: str, jobs: int, blocked: int) -> tuple[float, float, int]:
     return jobs / (finished - started), cpu / jobs * 1e6, refused
 
 
+def exported(revision: str, into: Path) -> Path:
+    """``revision``'s tree, written into ``into`` (no git worktree: nothing to clean up in
+    the repository)."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", revision], cwd=ROOT, check=True, capture_output=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
 def main() -> None:
     parser = arguments(__doc__, default_jobs=10_000)
     parser.set_defaults(rounds=3)
     parser.add_argument("--blocked", type=int, default=1_000)
+    parser.add_argument("--before", metavar="REV", help="also run the shared drain on REV")
+    parser.add_argument("--feed", type=int, default=0, help="keep about this many queued")
     options = parser.parse_args()
-    rounds = Rounds(MODES, options.rounds)
-    with BenchRedis() as url:
-        for number, mode in rounds:
-            blocked = options.blocked if mode == "on" else 0
-            rate, us, refused = free_rate(url, options.jobs, blocked)
-            rounds.add("unlimited jobs/s", mode, rate)
-            rounds.add("worker CPU us/unlimited job", mode, us)
-            print(
-                f"round {number} {mode:>3}: {rate:,.0f} unlimited jobs/s, worker CPU "
-                f"{us:.0f} us per unlimited job, {refused:,} refusals",
-                flush=True,
-            )
-    print("(off: the unlimited jobs alone; on: with the blocked jobs among them)")
+    modes = ("off", "before", "on") if options.before else MODES
+    rounds = Rounds(modes, options.rounds)
+    scratch = Path(tempfile.mkdtemp(prefix="djqueue-limits-"))
+    trees = {"off": ROOT, "on": ROOT}
+    if options.before:
+        trees["before"] = exported(options.before, scratch)
+    try:
+        with BenchRedis() as url:
+            for number, mode in rounds:
+                blocked = options.blocked if mode != "off" else 0
+                rate, us, refused = free_rate(url, options.jobs, blocked, trees[mode], options.feed)
+                rounds.add("unlimited jobs/s", mode, rate)
+                rounds.add("worker CPU us/unlimited job", mode, us)
+                print(
+                    f"round {number} {mode:>6}: {rate:,.0f} unlimited jobs/s, worker CPU "
+                    f"{us:.0f} us per unlimited job, {refused:,} refusals",
+                    flush=True,
+                )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(
+        "(off: the unlimited jobs alone; on: with the blocked jobs among them"
+        + (f"; before: the same, run by {options.before})" if options.before else ")")
+    )
     rounds.summary({"unlimited jobs/s": ",.0f", "worker CPU us/unlimited job": ".0f"})
 
 

@@ -44,7 +44,7 @@ class Rounds:
         self.rows.setdefault(label, {m: [] for m in self.modes})[mode].append(value)
 
     def summary(self, shapes: dict[str, str] | None = None) -> None:
-        summary(list(self.rows.items()), shapes or {})
+        summary(list(self.rows.items()), shapes or {}, self.modes)
 
     def ratios(self, label: str) -> list[float]:
         """``label``'s on/off ratio per round (the last mode over the first), sorted."""
@@ -53,16 +53,25 @@ class Rounds:
         return sorted(b / a for a, b in zip(first, last, strict=True))
 
 
-def summary(rows: list[tuple[str, dict[str, list[float]]]], shapes: dict[str, str]) -> None:
-    """Each row's medians "off" and "on" and their ratio, then the first row's ratio per
-    round. ``shapes``: a row's number format (default ``.1f``)."""
+def summary(
+    rows: list[tuple[str, dict[str, list[float]]]],
+    shapes: dict[str, str],
+    modes: Sequence[str] = ("off", "on"),
+) -> None:
+    """Each row's medians per mode and each later mode's ratio to the first, then the first
+    row's ratios per round. ``shapes``: a row's number format (default ``.1f``)."""
+    base, later = modes[0], list(modes[1:])
     print()
-    print(f"{'':28}{'off':>12}{'on':>12}{'on/off':>10}")
+    head = "".join(f"{mode:>12}" for mode in modes)
+    print(f"{'':28}{head}" + "".join(f"{mode + '/' + base:>12}" for mode in later))
     for label, values in rows:
         shape = shapes.get(label, ".1f")
-        off, on = statistics.median(values["off"]), statistics.median(values["on"])
-        print(f"{label:28}{off:>12{shape}}{on:>12{shape}}{on / off:>10.2f}")
+        medians = {mode: statistics.median(values[mode]) for mode in modes}
+        figures = "".join(f"{medians[mode]:>12{shape}}" for mode in modes)
+        ratios = "".join(f"{medians[mode] / medians[base]:>12.2f}" for mode in later)
+        print(f"{label:28}{figures}{ratios}")
     first = rows[0][1]
-    per_round = [a / b for a, b in zip(first["on"], first["off"], strict=True)]
-    shown = ", ".join(f"{x:.2f}" for x in per_round)
-    print(f"{rows[0][0].split(',')[0]} on/off per round: {shown}")
+    for mode in later:
+        per_round = [a / b for a, b in zip(first[mode], first[base], strict=True)]
+        shown = ", ".join(f"{x:.2f}" for x in per_round)
+        print(f"{rows[0][0].split(',')[0]} {mode}/{base} per round: {shown}")

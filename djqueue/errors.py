@@ -167,14 +167,20 @@ class TimeLimitExceeded(DjQueueError):
 class OverLimit(DjQueueError):
     """A limiter (`djqueue.limits`) refused: its concurrency slots are taken, its window or
     its bucket is spent. Raised by ``with djqueue.limits.concurrent(...)`` when it is full;
-    in a worker the job is then put back a little later (not a failure, no retry counted),
-    so it does not hold a processor thread while it waits. ``retry_after`` is the suggested
-    wait in seconds."""
+    in a worker the job is then parked until a slot is given back (a concurrency limiter) or
+    put back for the moment the limiter opens (not a failure, no retry counted), so it does
+    not hold a processor thread while it waits. ``retry_after`` is the suggested wait in
+    seconds (when a window or a bucket opens; a guess for a concurrency limiter); ``parked``
+    is true when the worker's check parked the job already; ``limit`` is the limiter's."""
 
-    def __init__(self, name: str, kind: str, retry_after: float) -> None:
+    def __init__(
+        self, name: str, kind: str, retry_after: float, parked: bool = False, limit: int = 0
+    ) -> None:
         self.name = name
         self.kind = kind
         self.retry_after = retry_after
+        self.parked = parked
+        self.limit = limit
         super().__init__(f"limiter {name!r} ({kind}) is full; try again in {retry_after:.1f}s")
 
 

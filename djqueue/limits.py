@@ -15,14 +15,16 @@ process of the cluster counts against the same limit::
         with djqueue.limits.concurrent("stripe", 10):
             ...
 
-A job whose declared limiters refuse it does not run and does not wait in its thread: the
-worker puts it back in the schedule set a little later (`OverLimit.retry_after`), unchanged
-and not counted as a retry, and the processor takes the next job. A limiter entered in code
-raises `djqueue.errors.OverLimit` when it is full; in a worker that puts the job back the
-same way (what ran before the ``with`` runs again then: enter limiters first). A concurrency
-slot is a lease renewed by the heartbeat of the worker holding it: a killed worker's slots
-come back within `lease_seconds` (three heartbeat intervals, the time after which a silent
-worker counts as dead).
+A job whose declared limiters refuse it does not run and does not wait in its thread, and is
+not counted as a retry: refused by a concurrency limiter, it is parked, out of its queue,
+until a slot of that limiter is given back, and then goes to the front of its queue; refused
+by a window or a bucket, it is put back in the schedule set for the moment the limiter opens
+(`OverLimit.retry_after`). The processor takes the next job meanwhile. A limiter entered in
+code raises `djqueue.errors.OverLimit` when it is full; in a worker that parks or puts back
+the job the same way (what ran before the ``with`` runs again then: enter limiters first). A
+concurrency slot is a lease renewed by the heartbeat of the worker holding it: a killed
+worker's slots come back within `lease_seconds` (three heartbeat intervals, the time after
+which a silent worker counts as dead), and its parked jobs one janitor sweep (a beat) later.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import contextvars
 import math
 import os
+import random
 import secrets
 import threading
 from collections import Counter
@@ -42,9 +45,11 @@ from .errors import OverLimit
 
 #: Kinds of limiter, as the store and the Limits page name them.
 KINDS = ("concurrent", "window", "bucket")
-#: Wait before a job refused by a concurrency limiter is due again (seconds, before jitter).
+#: Wait before a job refused by a concurrency limiter is due again when it cannot be parked
+#: (seconds, before jitter; its parked list's key holds another type).
 CONCURRENT_BACKOFF = 1.0
-#: Bounds of the wait before a job refused by a window or a bucket is due again.
+#: Bounds of `Limiter.backoff` for a window or a bucket: the wait ``with`` suggests before
+#: the store tells when the limiter opens (a refusal answers that, see `enter`).
 RATE_BACKOFF = (0.5, 10.0)
 #: Heartbeats a concurrency slot outlives its holder's last one (`djqueue.worker.janitor`'s
 #: SILENT_BEATS: a worker silent that long is dead, and its jobs go back too).
@@ -180,7 +185,7 @@ def _store() -> Any:
     from .store.limits import LimitStore
 
     client = get_client()
-    return LimitStore(client.redis, client.keys)
+    return LimitStore(client.redis, client.keys, client.settings.default_queue)
 
 
 def enter(
@@ -188,19 +193,23 @@ def enter(
     holder: str,
     store: Any = None,
     lease: float = 0.0,
-    put_back: tuple[str, bytes, float] | None = None,
+    job: tuple[str, bytes] | None = None,
 ) -> None:
     """Take every one of ``limiters`` for ``holder``, or raise `OverLimit` naming the first
-    that refused (nothing is taken then; ``put_back``, the worker's: the job was put back in
-    the same step, see `djqueue.store.limits.LimitStore.enter`)."""
+    that refused (nothing is taken then). ``job``, the worker's (its working list and the job
+    as stored): the job left the working list in the same step, parked by a concurrency
+    limiter, put back for the moment a window or a bucket opens (`OverLimit.parked` says
+    which; see `djqueue.store.limits.LimitStore.enter`)."""
     if not limiters:
         return
     store = store or _store()
     specs = [limiter.spec for limiter in limiters]
-    refused = store.enter(specs, holder, lease or lease_seconds(), put_back)
+    fallback = (job[0], job[1], CONCURRENT_BACKOFF * random.uniform(1.0, 2.0)) if job else None
+    refused = store.enter(specs, holder, lease or lease_seconds(), fallback)
     if refused:
-        limiter = limiters[refused - 1]
-        raise OverLimit(limiter.name, limiter.kind, limiter.backoff())
+        limiter = limiters[refused.position - 1]
+        wait = refused.opens_in if refused.opens_in >= 0 else limiter.backoff()
+        raise OverLimit(limiter.name, limiter.kind, wait, refused.parked, limiter.limit)
     slots = [(limiter.name, holder) for limiter in limiters if limiter.kind == "concurrent"]
     if slots:
         with _lock:
@@ -208,16 +217,17 @@ def enter(
 
 
 def leave(limiters: Sequence[Limiter], holder: str, store: Any = None) -> None:
-    """Give back ``holder``'s concurrency slots (windows and buckets have nothing to give)."""
-    names = [limiter.name for limiter in limiters if limiter.kind == "concurrent"]
-    if not names:
+    """Give back ``holder``'s concurrency slots (windows and buckets have nothing to give);
+    each slot given back sends the oldest job parked for it back to its queue."""
+    slots = [(limiter.name, limiter.limit) for limiter in limiters if limiter.kind == "concurrent"]
+    if not slots:
         return
     with _lock:
-        for name in names:
+        for name, _ in slots:
             _held[(name, holder)] -= 1
             if _held[(name, holder)] <= 0:
                 del _held[(name, holder)]
-    (store or _store()).leave(names, holder)
+    (store or _store()).leave(slots, holder)
 
 
 def held() -> list[tuple[str, str]]:

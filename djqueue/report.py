@@ -61,7 +61,7 @@ def limits(settings: Settings | None = None) -> str:
     found = limiters(settings)
     if not found:
         return "no limiter was used in the last week"
-    rows = [("limiter", "kind", "limit", "in use", "refused")]
+    rows = [("limiter", "kind", "limit", "in use", "refused", "parked")]
     for limiter in found:
         if limiter.problem:
             continue
@@ -73,6 +73,7 @@ def limits(settings: Settings | None = None) -> str:
                 f"{limiter.limit}{per}",
                 f"{limiter.used:g}",
                 str(limiter.hits),
+                str(limiter.parked) if limiter.kind == "concurrent" else "",
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

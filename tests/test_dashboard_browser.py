@@ -734,7 +734,7 @@ def test_limits_page_shows_each_limiter_its_use_and_refusals(
     go(page, mount.url("limits"))
     check_limits_page(page.content())
     used = page.locator('#result_list tr[data-name="stripe"] meter')
-    assert (used.get_attribute("value"), used.get_attribute("max")) == ("2", "3")
+    assert (used.get_attribute("value"), used.get_attribute("max")) == ("3", "3")
     expect(page.locator("nav.djqueue-nav .active")).to_contain_text("Limits")
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)

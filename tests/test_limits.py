@@ -119,13 +119,20 @@ def test_a_bad_limit_is_refused_where_it_is_declared(make, message):
 
 
 def fill_limiters(r: redis.Redis) -> None:
-    """Three limiters as workers leave them: two of three slots held, a window with one
-    refusal, a bucket with a hostile name; and a definition no version wrote."""
+    """Three limiters as workers leave them: three of three slots held and a job parked, a
+    window with one refusal, a bucket with a hostile name; and a definition no version
+    wrote."""
     client = get_client()
     store = LimitStore(client.redis, client.keys)
     stripe = limits.concurrent("stripe", 3)
-    for holder in ("a", "b"):
+    for holder in ("a", "b", "c"):
         limits.enter([stripe], holder, store, lease=60)
+    working = "djqueue:working:host:1:abc:default"
+    r.lpush(working, '{"class": "T", "args": [], "jid": "0123456789abcdef01234567"}')
+    with pytest.raises(djqueue.OverLimit):
+        limits.enter(
+            [stripe], "0123456789abcdef01234567", store, 60, (working, r.lindex(working, 0))
+        )
     mail = limits.window("mailgun", 1, per=60)
     limits.enter([mail], "c", store)
     with pytest.raises(djqueue.OverLimit):
@@ -134,7 +141,7 @@ def fill_limiters(r: redis.Redis) -> None:
     r.hset("djqueue:limiters", "broken", "{not json")
     # The slots stay held, as by a worker elsewhere: this process does not renew them.
     with limits._lock:
-        for holder in ("a", "b"):
+        for holder in ("a", "b", "c"):
             del limits._held[("stripe", holder)]
 
 
@@ -142,7 +149,7 @@ def _cells(page: str, name: str) -> list[str]:
     row = re.search(rf'<tr data-name="{re.escape(name)}">(.*?)</tr>', page, re.S)
     assert row is not None, f"no row for {name}"
     return [
-        re.sub(r"<[^>]+>", " ", cell).split()[-1]
+        (re.sub(r"<[^>]+>", " ", cell).split() or [""])[-1]
         for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row[1], re.S)
     ]
 
@@ -154,11 +161,11 @@ def check_limits_page(page: str) -> None:
         "mailgun",
         "stripe",
     ]
-    assert _cells(page, "stripe")[3:] == ["2", "0"]
+    assert _cells(page, "stripe")[3:] == ["3", "1", "1"]  # in use, refused, parked
     assert "3 at once" in page
-    assert _cells(page, "mailgun")[3:] == ["1", "1"]
+    assert _cells(page, "mailgun")[3:] == ["1", "1", ""]  # a window parks nothing
     assert "1 per 60 s" in page and "sliding window" in page
-    assert _cells(page, "&lt;b&gt;api&lt;/b&gt;")[3:] == ["1", "0"]
+    assert _cells(page, "&lt;b&gt;api&lt;/b&gt;")[3:] == ["1", "0", ""]
     assert "<b>api" not in page
     assert "broken" in page and "unreadable definition" in page
 
@@ -169,8 +176,8 @@ def test_the_limits_command_prints_each_limiter(redis_url, r, capsys):
     fill_limiters(r)
     assert cli.main(["limits", "--redis-url", redis_url]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["limiter", "kind", "limit", "in", "use", "refused"]
+    assert lines[0].split() == ["limiter", "kind", "limit", "in", "use", "refused", "parked"]
     assert lines[1].split() == ["<b>api</b>", "bucket", "5", "per", "3600s", "1", "0"]
     assert lines[2].split() == ["mailgun", "window", "1", "per", "60s", "1", "1"]
-    assert lines[3].split() == ["stripe", "concurrent", "3", "at", "once", "2", "0"]
+    assert lines[3].split() == ["stripe", "concurrent", "3", "at", "once", "3", "1", "1"]
     assert lines[4].startswith("bad limiter broken: unreadable definition")

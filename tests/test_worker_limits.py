@@ -1,5 +1,5 @@
-"""Limiters in a running worker: a refused job is put back rather than waiting in a thread,
-the jobs behind it run, and the limit holds across worker processes."""
+"""Limiters in a running worker: a refused job is parked (or put back) rather than waiting in
+a thread, the jobs behind it run, and the limit holds across worker processes."""
 
 from __future__ import annotations
 
@@ -9,16 +9,24 @@ import signal
 import pytest
 
 import djqueue
+import djqueue.api
 import djqueue.signals
 from tests import limited_jobs as jobs
-from tests.worker_support import wait_for
+from tests.worker_support import beats, wait_for
+
+#: Where the jobs `jobs.hold`'s limiter refused wait for its slot.
+PARKED = "djqueue:parked:job:lim.hold"
 
 
 def _push(definition, *args):
     return definition.perform_later(*args)
 
 
-def test_a_refused_job_waits_in_the_schedule_set_not_in_a_thread(worker, r):
+def _jids(jobs_as_stored: list[str]) -> list[str]:
+    return [json.loads(job)["jid"] for job in jobs_as_stored]
+
+
+def test_a_refused_job_is_parked_not_in_a_thread_and_runs_once_the_slot_is_back(worker, r):
     worker(concurrency=2, poll_interval=0.2)
     first = _push(jobs.hold, 1)
     wait_for(lambda: r.lrange("holding", 0, -1) == ["1"], what="first hold running")
@@ -31,16 +39,18 @@ def test_a_refused_job_waits_in_the_schedule_set_not_in_a_thread(worker, r):
     # Two processor threads: one holds the slot, the other runs all the free jobs, so the
     # refused job is not keeping it.
     wait_for(lambda: r.llen("free_done") == 20, what="free jobs behind the refused one")
-    scheduled = wait_for(lambda: r.zrange("schedule", 0, -1), what="refused job put back")
-    assert [json.loads(job)["jid"] for job in scheduled] == [second]
-    assert "retry_count" not in json.loads(scheduled[0])  # not a failure
-    assert r.zcard("retry") == 0
-    assert second.status().state == "scheduled"  # tracked: where it waits, not "active"
+    parked = wait_for(lambda: r.lrange(PARKED, 0, -1), what="refused job parked")
+    assert [json.loads(job)["jid"] for job in parked] == [second]
+    assert "retry_count" not in json.loads(parked[0])  # not a failure
+    assert r.zcard("schedule") == 0 and r.zcard("retry") == 0
+    assert second.status().state == "pending"  # tracked: waiting for its turn, not "active"
     assert r.lrange("holding", 0, -1) == ["1"]
+    assert r.hget("djqueue:limiter_hits", "job:lim.hold") == "1"  # refused once, not per pass
     r.set("release", 1)
     wait_for(lambda: r.lrange("holding", 0, -1) == ["1", "2"], what="second hold after the first")
     wait_for(lambda: r.zcard("djqueue:limit:job:lim.hold") == 0, what="slot given back")
-    assert int(r.hget("djqueue:limiter_hits", "job:lim.hold")) >= 1
+    assert r.llen(PARKED) == 0 and r.smembers("djqueue:parked") == set()
+    assert r.hget("djqueue:limiter_hits", "job:lim.hold") == "1"
 
 
 def test_a_limiter_entered_in_code_puts_the_job_back_too(worker, r):
@@ -79,7 +89,11 @@ def test_a_concurrency_cap_holds_across_two_processes_and_the_free_jobs_finish(s
     wait_for(lambda: r.llen("capped_done") == 40, timeout=60, what="capped jobs")
     seen = [int(n) for n in r.lrange("seen", 0, -1)]
     assert max(seen) == 3, seen  # reached, never passed
-    assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+    # Every parked job ran in the end, once.
+    assert sorted(int(n) for n in r.lrange("capped_done", 0, -1)) == list(range(40))
+    assert r.llen("djqueue:parked:job:lim.capped") == 0
+    assert int(r.hget("djqueue:limiter_hits", "job:lim.capped")) >= 1  # some were parked
+    assert r.zcard("retry") == 0 and r.zcard("dead") == 0 and r.zcard("schedule") == 0
 
 
 @pytest.mark.slow
@@ -96,33 +110,69 @@ def test_a_window_of_ten_per_second_never_runs_eleven_in_a_second(spawn, redis_u
 
 
 @pytest.mark.slow
-def test_a_killed_workers_slot_comes_back_within_its_lease(spawn, redis_url, r, monkeypatch):
-    """The job holding the slot is run again by the other worker (at least once); the slot
-    its dead run held stays taken until the lease runs out (three beats of 0.5 s here), then
-    the job gets it."""
+def test_a_killed_holders_slot_comes_back_and_the_jobs_parked_for_it_run(
+    spawn, redis_url, r, monkeypatch
+):
+    """Three jobs enter one slot in their code: the first holds it, the others are parked. Its
+    worker is killed, and its job with it (its working list deleted, so that nothing but the
+    lease frees the slot: run again, the job would race the lease under load). Nobody gives
+    the slot back: once the lease runs out (three beats of 0.5 s here) the janitor's sweep of
+    the other worker sends the oldest parked job to its queue; the last follows when that one
+    gives the slot back."""
     monkeypatch.setenv("DJQ_TEST_FAST_BEATS", "1")
-    env = ("-r", "tests.limited_jobs", "-c", "2")
+    env = ("-r", "tests.limited_jobs", "-c", "3")
     holder = spawn(redis_url, *env)
-    holder.identity(r)
-    _push(jobs.hold_in_code, 1)
-    wait_for(lambda: r.lrange("holding", 0, -1) == ["1"], what="slot held")
+    identity = holder.identity(r)
+    for n in (1, 2, 3):
+        _push(jobs.hold_in_code, n)
+    wait_for(lambda: r.llen("holding") == 1, what="slot held")  # by whichever entered first
+    wait_for(lambda: r.llen("djqueue:parked:t.kill") == 2, what="the others parked")
+    first = r.lindex("holding", 0)
+    oldest = json.loads(r.lindex("djqueue:parked:t.kill", -1))["args"][0]  # parked first
     holder.send(signal.SIGKILL)
     holder.wait()
+    r.delete(f"djqueue:working:{identity}:default")
     assert r.zcard("djqueue:limit:t.kill") == 1  # the dead run's slot, not given back
     other = spawn(redis_url, *env)
     other.identity(r)
     wait_for(lambda: r.llen("holding") == 2, timeout=30, what="slot back", log=other.log)
+    assert r.lrange("holding", 0, -1) == [first, str(oldest)]  # the oldest parked job first
+    assert r.llen("djqueue:parked:t.kill") == 1
     r.set("release", 1)
+    wait_for(lambda: r.llen("holding") == 3, what="the last parked job run", log=other.log)
+    assert sorted(r.lrange("holding", 0, -1)) == ["1", "2", "3"]
     wait_for(lambda: r.zcard("djqueue:limit:t.kill") == 0, what="slot given back at the end")
+    assert r.llen("djqueue:parked:t.kill") == 0
+    assert r.zcard("retry") == 0 and r.zcard("dead") == 0
 
 
-def test_an_async_job_over_its_limit_is_put_back_from_the_event_loop(worker, r):
+def test_a_job_parked_for_a_paused_queue_waits_in_it_until_the_resume(worker, r):
+    running = worker(concurrency=2, poll_interval=0.2)
+    _push(jobs.hold, 1)
+    wait_for(lambda: r.lrange("holding", 0, -1) == ["1"], what="first hold running")
+    second = _push(jobs.hold, 2)
+    wait_for(lambda: r.llen(PARKED) == 1, what="second parked")
+    djqueue.api.Queue("default").pause()
+    wait_for(lambda: "default" in running.launcher.fetcher.paused, what="pause seen")
+    # A blocking wait begun before the pause was seen catches a job and sends it back, unrun:
+    # two beats (of 0.3 s, waits of 0.2 s) see them over.
+    beats(r, running, 2)
+    r.set("release", 1)  # the slot is given back: the parked job goes to its (paused) queue
+    wait_for(lambda: r.llen(PARKED) == 0, what="unparked")
+    wait_for(lambda: _jids(r.lrange("queue:default", 0, -1)) == [second], what="in its queue")
+    beats(r, running, 2)
+    assert r.lrange("holding", 0, -1) == ["1"] and r.llen("queue:default") == 1
+    djqueue.api.Queue("default").resume()
+    wait_for(lambda: r.lrange("holding", 0, -1) == ["1", "2"], what="run after the resume")
+
+
+def test_an_async_job_over_its_limit_is_parked_from_the_event_loop(worker, r):
     worker(concurrency=2, poll_interval=0.2)
     _push(jobs.ahold, 1)
     wait_for(lambda: r.lrange("aholding", 0, -1) == ["1"], what="first async hold running")
     second = _push(jobs.ahold, 2)
-    scheduled = wait_for(lambda: r.zrange("schedule", 0, -1), what="refused job put back")
-    assert [json.loads(job)["jid"] for job in scheduled] == [second]
+    parked = wait_for(lambda: r.lrange("djqueue:parked:job:lim.ahold", 0, -1), what="parked")
+    assert [json.loads(job)["jid"] for job in parked] == [second]
     r.set("release", 1)
     wait_for(lambda: r.lrange("aholding", 0, -1) == ["1", "2"], what="second after the first")
     assert r.zcard("retry") == 0 and r.zcard("dead") == 0

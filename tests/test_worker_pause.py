@@ -21,14 +21,7 @@ from djqueue.worker.fetch import Fetcher, Unit
 from djqueue.worker.launcher import Launcher, runtime_redis
 
 from . import jobs_for_worker as jobs
-from .worker_support import Running, wait_for
-
-
-def beats(r: redis.Redis, running: Running, count: int) -> None:
-    """Wait until the worker has beaten ``count`` more times (its hash's ``beat`` changed)."""
-    for _ in range(count):
-        before = r.hget(running.identity, "beat")
-        wait_for(lambda b=before: r.hget(running.identity, "beat") != b, what="a heartbeat")
+from .worker_support import Running, beats, wait_for
 
 
 def test_a_paused_queue_keeps_its_jobs_until_it_is_resumed(

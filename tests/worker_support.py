@@ -47,6 +47,13 @@ def _output(log: Path | Callable[[], str] | None) -> str:
     return log.read_text(errors="replace") if log and log.exists() else ""
 
 
+def beats(r: redis.Redis, running: Running, count: int) -> None:
+    """Wait until the worker has beaten ``count`` more times (its hash's ``beat`` changed)."""
+    for _ in range(count):
+        before = r.hget(running.identity, "beat")
+        wait_for(lambda b=before: r.hget(running.identity, "beat") != b, what="a heartbeat")
+
+
 class Running:
     """A launcher running its signal loop on a thread, as `run_worker` runs it."""
 

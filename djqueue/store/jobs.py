@@ -282,16 +282,31 @@ class JobStore:
 
     def places(self, state: str, queue: str | None = None) -> list[tuple[str, str]]:
         """Where a job in ``state`` (a tracked job's status; ``queue`` its queue) waits, as
-        (key, ``"list"`` or ``"zset"``): its one place when the status says, else the schedule,
-        the retry set and every queue (one more read, the ``queues`` set)."""
+        (key, ``"list"`` or ``"zset"``): its one place when the status says (a pending job:
+        its queue, then the limiters' parked lists), else the schedule, the retry set, every
+        queue and every parked list (one more read each, the ``queues`` and ``parked``
+        sets)."""
         if state == "scheduled":
             return [(self.keys.schedule, "zset")]
         if state == "retry":
             return [(self.keys.retry, "zset")]
         if state == "pending" and queue:
-            return [(self.keys.queue(queue), "list")]
+            return [(self.keys.queue(queue), "list"), *self.parked_lists()]
         found = [(self.keys.schedule, "zset"), (self.keys.retry, "zset")]
-        return found + [(self.keys.queue(name), "list") for name in self.queue_names()]
+        queues = [(self.keys.queue(name), "list") for name in self.queue_names()]
+        return found + queues + self.parked_lists()
+
+    def parked_lists(self) -> list[tuple[str, str]]:
+        """The parked lists of the limiters that have parked jobs (`djqueue.store.limits`)."""
+        names = bad_keys.tolerate(
+            self.redis,
+            self.keys.parked,
+            "set",
+            "skipped: parked jobs not looked at",
+            lambda: self.redis.smembers(self.keys.parked),
+            set(),
+        )
+        return [(self.keys.parked_jobs(name), "list") for name in sorted(texts(names))]
 
     def candidates(self, key: str, jid: str, kind: str) -> Iterator[tuple[Any, Any]]:
         """``(member, position)`` pairs of a list (``kind="list"``) or sorted set

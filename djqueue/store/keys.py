@@ -109,6 +109,12 @@ class Keys:
         self.limiters = o + "limiters"
         #: Hash: limiter name -> times it refused a job (the Limits page's "hits").
         self.limiter_hits = o + "limiter_hits"
+        #: Hash: limiter name -> when the last job a window or a bucket refused is due
+        #: again, so the next one is put back a turn later (`djqueue.store.limits`).
+        self.limiter_turns = o + "limiter_turns"
+        #: Set: names of the concurrency limiters that have parked jobs (`parked_jobs`), so
+        #: the janitor's sweep finds every parked list (`djqueue.store.limits`).
+        self.parked = o + "parked"
         #: Set: names of the paused queues; every worker reads it with each beat and takes
         #: nothing from them (`djqueue.store.paused`).
         self.paused = o + "paused"
@@ -155,6 +161,11 @@ class Keys:
     def batch_failed(self, bid: str) -> str:
         """Hash: jid -> JSON of that job's latest failure, while it has not succeeded."""
         return f"{self.own_prefix}batch:{bid}:failed"
+
+    def parked_jobs(self, name: str) -> str:
+        """The jobs a concurrency limiter refused, waiting for one of its slots (list, oldest
+        at the right; see "Limits" in docs/design.md)."""
+        return f"{self.own_prefix}parked:{name}"
 
     def queue(self, name: str) -> str:
         return f"{self.prefix}queue:{name}"

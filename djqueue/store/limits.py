@@ -1,5 +1,6 @@
 """Limiters shared by every worker: entering and leaving them, renewing the leases of
-concurrency slots, putting a refused job back, and the figures the Limits page shows.
+concurrency slots, parking or putting back a refused job, and the figures the Limits page
+shows.
 
 Each limiter is one key under `Keys.limiter` (``djqueue:limit:NAME``): a concurrency limiter's
 slots are a sorted set of holder -> lease expiry, a window's grants a sorted set of grant
@@ -7,7 +8,12 @@ times, a bucket's tokens a hash. Entering is one script (``lua/limit_enter.lua``
 limiters of a job, so a job takes every one of them or none and a refusal takes nothing.
 Every key carries a lifetime; a slot whose holder's process died comes back when its lease
 runs out, since only a live process's heartbeat renews it (``lua/limit_renew.lua``).
-"""
+
+A job a concurrency limiter refuses is parked (``Keys.parked_jobs``, ``lua/parking.lua``) in
+the refusing step, and sent to the front of its queue when a slot is given back
+(``lua/limit_leave.lua``) or, failing that, by the janitor's sweep while slots are free
+(``lua/limit_unpark.lua``). One a window or a bucket refuses is put back in the schedule set
+for the moment the limiter opens."""
 
 from __future__ import annotations
 
@@ -18,12 +24,29 @@ from typing import Any
 
 import redis
 
+from . import bad_keys
 from .keys import LIMITERS_TTL, Keys
 from .replies import integer, number, text, text_hash
-from .scripts import LIMIT_ENTER, LIMIT_RENEW, PUT_BACK
+from .scripts import LIMIT_ENTER, LIMIT_LEAVE, LIMIT_RENEW, LIMIT_UNPARK, PUT_BACK
 
 #: What `LimitStore.enter` is given for each limiter: kind, name, limit, per (seconds).
 Spec = tuple[str, str, int, float]
+#: Jobs one sweep (`LimitStore.unpark`) sends back per limiter at most: a limiter no longer
+#: defined sends its parked jobs back in slices this big, one per beat.
+UNPARK_MOST = 1000
+#: What `LimitStore.put_back` answers: put back in time, or parked.
+PUT_BACK_DONE, PARKED = 1, 2
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A limiter refused (`LimitStore.enter`): which (1-based, in the order given), in how many
+    seconds it opens (a window, a bucket: the job given was put back for then; -1 for a
+    concurrency limiter, which cannot tell), and whether the job given was parked."""
+
+    position: int
+    opens_in: float
+    parked: bool
 
 
 @dataclass(frozen=True)
@@ -40,44 +63,81 @@ class LimiterFigures:
     hits: int
     #: The definition could not be read (hand-written, or another version's): shown as bad.
     problem: str = ""
+    #: Jobs a concurrency limiter refused that wait for one of its slots, out of their queues.
+    parked: int = 0
 
 
 class LimitStore:
     """The limiters of one Redis and namespace."""
 
-    def __init__(self, redis_client: redis.Redis, keys: Keys) -> None:
+    def __init__(
+        self, redis_client: redis.Redis, keys: Keys, default_queue: str = "default"
+    ) -> None:
         self.redis = redis_client
         self.keys = keys
+        #: Where a parked job without a ``queue`` field goes back to (as the poller sends it).
+        self.default_queue = default_queue
 
     def enter(
         self,
         specs: Sequence[Spec],
         holder: str,
         lease: float,
-        put_back: tuple[str, bytes, float] | None = None,
-    ) -> int:
-        """Take every limiter in ``specs`` for ``holder``, or none: 0 when taken, else the
-        position (1-based) of the first limiter that refused (its hit counted). ``put_back``
-        (working list, job as stored, when it is due again): on a refusal the job goes from
-        that working list to ``schedule`` in the same step (see `put_back`)."""
-        working, stored, at = put_back or (self.keys.schedule, b"", 0.0)
-        args: list[Any] = [lease, holder, LIMITERS_TTL, stored, at, self.keys.status_prefix]
+        job: tuple[str, bytes, float] | None = None,
+    ) -> Refusal | None:
+        """Take every limiter in ``specs`` for ``holder``, or none: None when taken, else the
+        `Refusal` of the first limiter that refused (its hit counted). ``job`` (working list,
+        job as stored, the wait when a concurrency refusal cannot park it): on a refusal the
+        job leaves that working list in the same step, parked by a concurrency limiter, put
+        back in the schedule set for the moment a window or a bucket opens (or its turn after
+        the jobs it refused before, at its pace)."""
+        working, stored, fallback = job or (self.keys.schedule, b"", 0.0)
+        args: list[Any] = [lease, holder, LIMITERS_TTL, stored, fallback, self.keys.status_prefix]
+        keys = [
+            self.keys.limiters,
+            self.keys.limiter_hits,
+            self.keys.schedule,
+            working,
+            self.keys.parked,
+            self.keys.limiter_turns,
+        ]
         for kind, name, limit, per in specs:
             definition = json.dumps({"kind": kind, "limit": limit, "per": per})
             args += [kind, name, limit, per, definition]
-        keys = [self.keys.limiters, self.keys.limiter_hits, self.keys.schedule, working]
-        keys += [self.keys.limiter(spec[1]) for spec in specs]
-        return int(LIMIT_ENTER(self.redis, keys, args))
+            keys += [self.keys.limiter(name), self.keys.parked_jobs(name)]
+        reply = LIMIT_ENTER(self.redis, keys, args)
+        if not reply[0]:
+            return None
+        bad_keys.report(bad_keys.pairs(reply[3]))
+        return Refusal(int(reply[0]), float(reply[1]), bool(reply[2]))
 
-    def leave(self, names: Sequence[str], holder: str) -> None:
-        """Give back ``holder``'s concurrency slots in these limiters (one round trip)."""
-        if len(names) == 1:
-            self.redis.zrem(self.keys.limiter(names[0]), holder)
-            return
-        pipe = self.redis.pipeline(transaction=False)
-        for name in names:
-            pipe.zrem(self.keys.limiter(name), holder)
-        pipe.execute()
+    def leave(self, slots: Sequence[tuple[str, int]], holder: str) -> int:
+        """Give back ``holder``'s slots in these (name, limit) concurrency limiters, and for
+        each one given back send a parked job to its queue (one round trip); returns how
+        many were sent."""
+        keys = [self.keys.parked, self.keys.paused]
+        args: list[Any] = [holder, self.keys.queue(""), self.default_queue]
+        for name, limit in slots:
+            keys += [self.keys.limiter(name), self.keys.parked_jobs(name)]
+            args += [name, limit]
+        reply = LIMIT_LEAVE(self.redis, keys, args)
+        bad_keys.report(bad_keys.pairs(reply[1]))
+        return int(reply[0])
+
+    def unpark(self, most: int = UNPARK_MOST) -> int:
+        """The sweep: send parked jobs to their queues while their limiters have free slots
+        (at most ``most`` per limiter); returns how many were sent."""
+        keys = [self.keys.parked, self.keys.limiters, self.keys.paused]
+        args = [
+            self.keys.limiter(""),
+            self.keys.parked_jobs(""),
+            self.keys.queue(""),
+            self.default_queue,
+            most,
+        ]
+        reply = LIMIT_UNPARK(self.redis, keys, args)
+        bad_keys.report(bad_keys.pairs(reply[1]))
+        return int(reply[0])
 
     def renew(self, held: Sequence[tuple[str, str]], lease: float) -> int:
         """Push the leases of these (limiter name, holder) slots ``lease`` seconds ahead."""
@@ -86,22 +146,43 @@ class LimitStore:
         keys = [self.keys.limiter(name) for name, _ in held]
         return int(LIMIT_RENEW(self.redis, keys, [lease, *(holder for _, holder in held)]))
 
-    def put_back(self, working: str, stored: bytes, at: float) -> bool:
-        """A refused job from its working list to ``schedule`` at ``at``, unchanged; False
-        when it had left the working list already."""
+    def put_back(
+        self, working: str, stored: bytes, at: float, concurrent: tuple[str, int] | None = None
+    ) -> int:
+        """A job refused by a limiter it entered in its code, from its working list: parked
+        when ``concurrent`` (the limiter's name and limit) is still full, else to
+        ``schedule`` at ``at``, unchanged. Returns `PUT_BACK_DONE`, `PARKED`, or 0 when it had
+        left the working list already."""
         keys = [self.keys.schedule, working]
-        return bool(PUT_BACK(self.redis, keys, [stored, at, self.keys.status_prefix]))
+        args: list[Any] = [stored, at]
+        if concurrent is not None:
+            name, limit = concurrent
+            keys += [self.keys.limiter(name), self.keys.parked_jobs(name), self.keys.parked]
+            args += [name, limit]
+        reply = PUT_BACK(self.redis, keys, [*args, self.keys.status_prefix])
+        bad_keys.report(bad_keys.pairs(reply[1]))
+        return int(reply[0])
 
     def figures(self) -> list[LimiterFigures]:
-        """Every limiter used in the last `LIMITERS_TTL` seconds, by name (two round trips)."""
+        """Every limiter used in the last `LIMITERS_TTL` seconds, by name, then the names that
+        hold parked jobs without a definition (two round trips)."""
         pipe = self.redis.pipeline(transaction=False)
         pipe.time()
         pipe.hgetall(self.keys.limiters)
         pipe.hgetall(self.keys.limiter_hits)
-        clock, raw_definitions, raw_hits = pipe.execute()
+        pipe.smembers(self.keys.parked)
+        clock, raw_definitions, raw_hits, raw_parked = pipe.execute(raise_on_error=False)
+        for reply in (clock, raw_definitions, raw_hits):
+            if isinstance(reply, Exception):
+                raise reply
+        if isinstance(raw_parked, Exception):
+            bad = bad_keys.met(self.redis, self.keys.parked, "set", "parked jobs not counted")
+            bad_keys.report([bad])
+            raw_parked = set()
         now = clock[0] + clock[1] / 1_000_000
         definitions = text_hash(raw_definitions)
         hits = text_hash(raw_hits)
+        parking = {text(name) for name in raw_parked}
         read = []
         pipe = self.redis.pipeline(transaction=False)
         for name in sorted(definitions):
@@ -116,8 +197,35 @@ class LimitStore:
                 pipe.hmget(key, "tokens", "at")
             else:
                 pipe.exists(key)
-        replies = pipe.execute(raise_on_error=False) if read else []
-        return [_used(limiter, reply, now) for limiter, reply in zip(read, replies, strict=True)]
+        undefined = sorted(parking - set(definitions))
+        concurrent = {limiter.name for limiter in read if limiter.kind == "concurrent"}
+        counted = sorted(parking | concurrent)
+        for name in counted:
+            pipe.llen(self.keys.parked_jobs(name))
+        replies = pipe.execute(raise_on_error=False) if read or counted else []
+        parked = {
+            name: integer(reply) if not isinstance(reply, Exception) else 0
+            for name, reply in zip(counted, replies[len(read) :], strict=True)
+        }
+        found = [
+            replace(_used(limiter, reply, now), parked=parked.get(limiter.name, 0))
+            for limiter, reply in zip(read, replies[: len(read)], strict=True)
+        ]
+        return found + [
+            LimiterFigures(
+                name,
+                "?",
+                0,
+                0.0,
+                0,
+                integer(hits.get(name)),
+                f"{parked[name]} job(s) parked and no definition: they go back to their "
+                "queues at the next sweeps",
+                parked[name],
+            )
+            for name in undefined
+            if parked[name]
+        ]
 
 
 def _definition(name: str, raw: str, hits: int) -> LimiterFigures:

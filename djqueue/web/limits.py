@@ -1,5 +1,6 @@
 """The Limits page: every limiter of the cluster (`djqueue.limits`), its limit, how much of
-it is in use now and how often it refused a job, read through `djqueue.api.limits`."""
+it is in use now, how often it refused a job and how many jobs are parked for its slots,
+read through `djqueue.api.limits`."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ class LimiterRow:
     limit: str
     used: str
     hits: str
+    #: Jobs parked for one of its slots (a concurrency limiter; empty for the others).
+    parked: str
     #: The limit as a number, the bar's end.
     capacity: int
 
@@ -49,7 +52,10 @@ def _row(found: LimiterFigures) -> LimiterRow:
             "per": _seconds(found.per),
         }
     used = f"{found.used:g}"
-    return LimiterRow(found.name, kind, limit, used, display.number(found.hits), found.limit)
+    parked = display.number(found.parked) if found.kind == "concurrent" or found.parked else ""
+    return LimiterRow(
+        found.name, kind, limit, used, display.number(found.hits), parked, found.limit
+    )
 
 
 def limits_page(settings: Settings | None = None) -> LimitsPage:

@@ -14,6 +14,10 @@ the keys an earlier version wrote: `Janitor.upgrade`):
   a minute or so.
 * **The batches' listing.** Batches older than their retention leave ``batches`` (their own
   keys expire by themselves), with the sweep: once per beat across the cluster.
+* **Parked jobs.** Jobs a concurrency limiter parked go back to their queues when a slot is
+  given back; the same sweep (one process per beat) sends them back while their limiters
+  have free slots without that: the holder was killed and its lease ran out, the limit was
+  raised, the limiter is no longer defined (`djqueue.store.limits.LimitStore.unpark`).
 * **Leaked jobs in our own lists.** A reply lost to a dropped connection can leave a job in
   this process's working list that no processor knows about. A job seen there on two
   consecutive beats without a processor holding it is pushed back.
@@ -33,6 +37,7 @@ import redis.exceptions
 
 from ..store import Keys, ProcessStore, requeue_process, upgrade, working_index
 from ..store.batches import BatchStore
+from ..store.limits import LimitStore
 from .fetch import Fetcher, Unit
 from .log import logger
 
@@ -77,10 +82,12 @@ class Janitor:
         in_hand: Callable[[], Counter[tuple[str, bytes]]],
         lock_seconds: float = 5,
         batch_retention: float = 7 * 24 * 3600.0,
+        default_queue: str = "default",
     ) -> None:
         self.redis = redis_client
         self.keys = keys
         self.processes = ProcessStore(redis_client, keys)
+        self.limits = LimitStore(redis_client, keys, default_queue)
         self.identity = identity
         self.host = hostname()
         self.fetcher = fetcher
@@ -105,6 +112,7 @@ class Janitor:
         if self.processes.lock(self.keys.working_sweep, self.identity, self.lock_seconds):
             self.sweep()
             self.trim_batches()
+            self.unpark()
         self.clean_processes()
 
     def trim_batches(self) -> int:
@@ -154,6 +162,14 @@ class Janitor:
                 logger.warning("pushed back %d job(s) left by dead process %s", moved, ident)
             total += moved
         return total
+
+    def unpark(self) -> int:
+        """Send parked jobs back to their queues while their limiters have free slots;
+        returns how many went."""
+        moved = self.limits.unpark()
+        if moved:
+            logger.info("sent %d parked job(s) back to their queues: slots are free", moved)
+        return moved
 
     def upgrade(self) -> None:
         """At start-up, before the first sweep: move what an earlier version wrote under

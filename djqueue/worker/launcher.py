@@ -147,6 +147,7 @@ class Launcher:
             self.manager.in_hand,
             lock_seconds=s.heartbeat_interval,
             batch_retention=s.batch_retention,
+            default_queue=s.default_queue,
         )
         self.beats = HeartbeatThread(self.heartbeat, s.heartbeat_interval, self._after_beat)
         #: Started, quieted and stopped in this order (see the module's docstring).

@@ -1,9 +1,11 @@
 """The limit step: a job with limiters (``@job(concurrency=...)``, ``@job(limits=[...])``)
 enters them all before it runs and gives its concurrency slots back when it ends.
 
-A refusal puts the job back in the same Redis step as the check (``lua/limit_enter.lua``):
-to the schedule set a little later, unchanged, no retry counted; the step then ends the run
-quietly (`djqueue.pipeline.Skip`) and the processor takes the next job instead of waiting.
+A refusal moves the job in the same Redis step as the check (``lua/limit_enter.lua``),
+unchanged, no retry counted: parked by a concurrency limiter until one of its slots is given
+back, put back in the schedule set for the moment a window or a bucket opens. The step then
+ends the run quietly (`djqueue.pipeline.Skip`) and the processor takes the next job instead
+of waiting.
 The steps inside this one (log lines, signals, stats, status) never see a refused job, as it
 did not run. A job without limiters costs one attribute read. (A limiter entered in the job's
 code raises `djqueue.errors.OverLimit` instead, which settling puts back the same way.)
@@ -11,9 +13,7 @@ code raises `djqueue.errors.OverLimit` instead, which settling puts back the sam
 
 from __future__ import annotations
 
-import random
 import secrets
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,19 +44,19 @@ class LimitStep:
         self, declared: tuple[limits.Limiter, ...], unit: Unit, payload: dict[str, Any]
     ) -> Iterator[None]:
         holder = str(payload.get("jid") or secrets.token_hex(12))
-        # Jitter, so that jobs refused together do not come back together.
-        wait = max(limiter.backoff() for limiter in declared) * random.uniform(1.0, 2.0)
         try:
-            limits.enter(
-                declared,
-                holder,
-                self.store,
-                self.lease,
-                (unit.working, unit.raw, time.time() + wait),
-            )
+            limits.enter(declared, holder, self.store, self.lease, (unit.working, unit.raw))
         except OverLimit as refused:
-            unit.acked = True  # put back by the same step
-            logger.debug("%r refused by limiter %s; put back", unit, refused.name)
+            unit.acked = True  # parked or put back by the same step
+            if refused.parked:
+                logger.debug("%r refused by limiter %s; parked", unit, refused.name)
+            else:
+                logger.debug(
+                    "%r refused by limiter %s; due again in %.3fs",
+                    unit,
+                    refused.name,
+                    refused.retry_after,
+                )
             raise Skip from None
         try:
             yield

@@ -32,7 +32,7 @@ from ..errors import OverLimit, ProcessDied
 from ..payload import dumps, loads
 from ..store import JobStore, StatusStore
 from ..store.jobs import STOP_ASKED
-from ..store.limits import LimitStore
+from ..store.limits import PARKED, LimitStore
 from ..store.metrics import DEAD, DISCARDED, RETRIED
 from .backoff import keep_trying
 from .fetch import Fetcher, Unit
@@ -90,7 +90,7 @@ class Settle:
         self.stats = stats
         self.stop = stop
         self.status = StatusStore(jobs.redis, jobs.keys)
-        self.limits = LimitStore(jobs.redis, jobs.keys)
+        self.limits = LimitStore(jobs.redis, jobs.keys, settings.default_queue)
 
     def failed(self, unit: Unit, exc: BaseException) -> None:
         """The job raised ``exc``.
@@ -175,11 +175,19 @@ class Settle:
             signals.job_dead.send(None, payload=None, exception=None, raw=text)
 
     def _put_back(self, unit: Unit, exc: OverLimit) -> None:
-        """Refused by a limiter: due again a little later (with jitter, so jobs refused
-        together do not come back together), unchanged, no retry counted."""
-        at = time.time() + exc.retry_after * random.uniform(1.0, 2.0)
-        self._write(lambda: self.limits.put_back(unit.working, unit.raw, at))
-        logger.debug("%r refused by limiter %s; due again at %.3f", unit, exc.name, at)
+        """Refused by a limiter entered in the job's code: parked when a concurrency limiter
+        is still full, else due again when a window or bucket opens (a concurrency limiter
+        with a slot given back since: a little later, with jitter, so jobs refused together
+        do not come back together); unchanged, no retry counted."""
+        at = time.time() + exc.retry_after * (
+            random.uniform(1.0, 2.0) if exc.kind == "concurrent" else 1.0
+        )
+        concurrent = (exc.name, exc.limit) if exc.kind == "concurrent" and exc.limit else None
+        done = self._write(lambda: self.limits.put_back(unit.working, unit.raw, at, concurrent))
+        if done == PARKED:
+            logger.debug("%r refused by limiter %s; parked", unit, exc.name)
+        else:
+            logger.debug("%r refused by limiter %s; due again at %.3f", unit, exc.name, at)
 
     def _retry(self, unit: Unit, payload: dict[str, Any], exc: BaseException, at: float) -> None:
         member = dumps(payload)

@@ -1,0 +1,95 @@
+-- Parking jobs a concurrency limiter refused (included by limit_enter.lua, limit_leave.lua,
+-- limit_unpark.lua and put_back.lua; see "Limits" in docs/design.md).
+--
+-- A refused job leaves its working list for the limiter's parked list in the step that
+-- refused it, and stays there, out of every queue, until a slot is given back: then the
+-- oldest parked job goes to the front of its queue (the end the fetch takes next). So a
+-- blocked job costs one refusal, not one per pass through its queue. A parked list holds the
+-- jobs exactly as stored, newest at the left; the set of limiters with parked jobs (the
+-- index) lets the janitor's sweep find every list.
+
+--!include status
+
+-- How many parked jobs of paused queues one unparking may send back before it stops looking
+-- for a job of a running queue (each is one move; they would not run anyway).
+local PARKED_LOOK = 100
+
+-- Park JOB (as stored in WORKING) in PARKED, the list of limiter NAME, noted in INDEX.
+-- Returns 1; 0 when the job had left the working list (it is in exactly one place either
+-- way); -1 when PARKED is not a list (noted in bad_keys; the caller puts the job back in
+-- time instead). A tracked job stays 'pending': it waits for its turn, as in a queue.
+local function park(working, parked, index, name, job, status_prefix)
+  if not key_is(parked, 'list', 'skipped: the job is put back in time instead') then
+    return -1
+  end
+  if redis.call('LREM', working, 1, job) ~= 1 then
+    return 0
+  end
+  redis.call('LPUSH', parked, job)
+  if key_is(index, 'set', 'skipped: only slots given back unpark these jobs') then
+    redis.call('SADD', index, name)
+  end
+  local tracked = status_job(job)
+  if tracked then
+    status_moving(status_prefix, tracked, 'pending', 0)
+  end
+  return 1
+end
+
+-- The queue a parked job goes back to: its "queue" field, else DEFAULT (as the poller).
+local function parked_queue(job, default)
+  local ok, decoded = pcall(cjson.decode, job)
+  if ok and type(decoded) == 'table' and type(decoded['queue']) == 'string'
+      and decoded['queue'] ~= '' then
+    return decoded['queue']
+  end
+  return default
+end
+
+-- Send up to COUNT of limiter NAME's parked jobs (PARKED), oldest first, to the front of
+-- their queues (QUEUE_PREFIX .. name). A job of a paused queue (in the set PAUSED) met on the
+-- way goes back to its queue too, where it waits for the resume as that queue's other jobs
+-- do, and does not count: the free slot is for a job that can run. A job whose queue key is
+-- not a list stays parked, moved to the newest end. NAME leaves INDEX once nothing is
+-- parked. Returns how many jobs of running queues went back.
+local function unpark(parked, index, name, count, paused, queue_prefix, default)
+  if not key_is(parked, 'list', 'skipped: its jobs stay parked') then
+    return 0
+  end
+  local pausing = key_is(paused, 'set', 'skipped: no queue counts as paused')
+  local moved, looked = 0, 0
+  local moves = {}
+  while moved < count and looked < count + PARKED_LOOK do
+    local job = redis.call('LINDEX', parked, -1)
+    if not job then
+      break
+    end
+    looked = looked + 1
+    local queue = parked_queue(job, default)
+    local key = queue_prefix .. queue
+    if key_is(key, 'list', 'skipped: a job parked for it stays parked') then
+      redis.call('RPOP', parked)
+      moves[#moves + 1] = {key, job}
+      if not (pausing and redis.call('SISMEMBER', paused, queue) == 1) then
+        moved = moved + 1
+      end
+    else
+      redis.call('LMOVE', parked, parked, 'RIGHT', 'LEFT')
+    end
+  end
+  -- The newest first, so that the oldest ends at the very front, taken first.
+  for i = #moves, 1, -1 do
+    redis.call('RPUSH', moves[i][1], moves[i][2])
+  end
+  if redis.call('LLEN', parked) == 0 and key_is(index, 'set', 'skipped') then
+    redis.call('SREM', index, name)
+  end
+  return moved
+end
+
+-- Free slots of the concurrency limiter KEY (a sorted set holder -> lease expiry) holding
+-- LIMIT at most, once the leases that ran out by NOW are dropped (a killed worker's).
+local function free_slots(key, limit, now)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  return limit - redis.call('ZCARD', key)
+end
