@@ -32,26 +32,39 @@ the ``backtrace`` option); ``dumps``; and a score of the last failure plus ``def
 the write differs: pipelined ZADDs, not ``retry_later.lua`` out of a working list. Arguments
 look like a shop's (an order id and a dict with a customer, a region and a few fields).
 
-Two baselines run in the same command, because this machine's load moves every figure: a bare
-redis-py ``ZCARD`` + ``ZRANGE retry 0 24 WITHSCORES`` in one MULTI (what a plain page of the
-retry set asks of Redis), and ``GET /admin/`` (the admin's index: a Django admin page that
-reads no Redis), each timed at the start and at the end of every round. Each round runs every
-case once, in turn, so load from elsewhere hits them alike; the median of the rounds is
-printed, in milliseconds, with the time Redis spent in ``scan.lua`` for the page model (INFO
-commandstats) and the admin page's time as a multiple of the index's. The target is under
-200 ms a page; it is shown, not asserted. The Django side uses ``tests.django.settings`` with
-SQLite in a temporary file (DATABASE_URL is ignored), removed at the end.
+Three baselines run in the same command, because this machine's load moves every figure: a
+bare redis-py ``ZCARD`` + ``ZRANGE retry 0 24 WITHSCORES`` in one MULTI (what a plain page of
+the retry set asks of Redis) and ``GET /admin/`` (the admin's index: a Django admin page that
+reads no Redis), each timed at the start and at the end of every round; and, once a round for
+each list, scan.lua's reads alone (the whole list read into Lua as the script reads it, nothing
+done to the entries): what any search, filter or counts page costs before it looks at a job.
+Each round runs every case once, in turn, so load from elsewhere hits them alike; the median
+of the rounds is printed, in milliseconds, with the time Redis spent in ``scan.lua`` for the
+page model (INFO commandstats) and the admin page's time as a multiple of the index's. The
+target is under 200 ms a page; it is shown, not asserted. The Django side uses
+``tests.django.settings`` with SQLite in a temporary file (DATABASE_URL is ignored), removed
+at the end.
+
+``--before REV`` also reads every case that runs ``scan.lua`` (search, job filter, counts) with
+the script as it was at the git revision REV, in the same rounds, the two taking turns going
+first, and prints its page model and ``scan.lua`` times beside the current ones (and the
+ratio): a change to the script measured against what it replaces on the same data and the
+same load. The two are first checked to find the same page (matches, rows and every count in
+the sidebar).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlencode
 
@@ -92,6 +105,26 @@ JOBS: tuple[tuple[str, int, str, Any], ...] = (
 )
 #: The job-name filter's case: a fifth of the jobs.
 FILTER_JOB = "shop.jobs.charge_card"
+#: What every scanning page costs before it looks at an entry: scan.lua's reads alone (calls of
+#: 5,000 entries, read 1,000 at a time as members only, in the order the list shows), with
+#: nothing done to the entries.
+WALK = """
+local kind, start = ARGV[1], tonumber(ARGV[2])
+local size = kind == 'list' and redis.call('LLEN', KEYS[1]) or redis.call('ZCARD', KEYS[1])
+local stop = math.min(start + 5000, size)
+while start < stop do
+  local items
+  if kind == 'list' then
+    items = redis.call('LRANGE', KEYS[1], start, start + 999)
+  else
+    items = redis.call('ZRANGE', KEYS[1], start, start + 999, 'REV')
+  end
+  if #items == 0 then break end
+  start = start + #items
+end
+if start >= size then return -1 end
+return start
+"""
 
 
 class PaymentDeclined(Exception):
@@ -274,6 +307,9 @@ class Case:
         self.admin: list[float] = []
         #: Time Redis spent in scan.lua for the page model (INFO commandstats).
         self.script: list[float] = []
+        #: The page model and its scan.lua time with the script of ``--before``.
+        self.before: list[float] = []
+        self.before_script: list[float] = []
         self.matches: int | None = None
         self.rows = 0
 
@@ -289,6 +325,41 @@ class Case:
 
         queue = QUEUE if self.kind == "queue" else ""
         return job_list(self.kind, ListQuery.parse(self.params), queue=queue)
+
+    @property
+    def scans(self) -> bool:
+        """Whether the page is found by scan.lua (a search, a filter or counts)."""
+        return any(name in self.params for name in ("q", "job", "_facets"))
+
+
+def found(page: Any) -> tuple[Any, ...]:
+    """What a page model found: its matches, its rows and its sidebar's counts."""
+    rows = [row.jid for row in page.rows]
+    choices = [(c.label, c.count) for c in page.job_choices + page.queue_choices]
+    return page.matches, rows, choices
+
+
+def scan_source(rev: str) -> str:
+    """``scan.lua`` as it was at a git revision of this repository."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = ["git", "show", f"{rev}:djqueue/store/lua/scan.lua"]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"--before {rev}: {done.stderr.strip()}")
+    return done.stdout
+
+
+@contextmanager
+def scan_script(source: str) -> Iterator[None]:
+    """The page model runs this text as ``scan.lua`` while inside (loaded on first use)."""
+    from djqueue.store.scripts import SCAN
+
+    saved = SCAN.source, SCAN.sha
+    SCAN.source, SCAN.sha = source, hashlib.sha1(source.encode()).hexdigest()
+    try:
+        yield
+    finally:
+        SCAN.source, SCAN.sha = saved
 
 
 def cases_for(kind: str) -> list[Case]:
@@ -380,7 +451,13 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=100_000, help="jobs in each list")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--before",
+        metavar="REV",
+        help="also time the scanning cases with scan.lua as of this git revision",
+    )
     options = parser.parse_args()
+    before = scan_source(options.before) if options.before else None
 
     server = BenchRedis().start()
     files: list[str] = []
@@ -413,8 +490,13 @@ def main() -> None:
 
         cases = cases_for("retries") + cases_for("queue")
         for case in cases:  # warm up (templates, scripts, pools) and check what is drawn
-            found = case.read()
-            case.matches, case.rows = found.matches, len(found.rows)
+            page = case.read()
+            case.matches, case.rows = page.matches, len(page.rows)
+            if before is not None and case.scans:
+                with scan_script(before):
+                    then = case.read()
+                if found(then) != found(page):
+                    raise SystemExit(f"{case.label}: --before {options.before} finds another page")
             response = admin.get(case.path)
             check(case, response.content, response.status_code)
         index = admin.get("/admin/")
@@ -428,15 +510,41 @@ def main() -> None:
             pipe.zrange(key, 0, PER_PAGE - 1, withscores=True)
             pipe.execute()
 
+        walk = bare.register_script(WALK)
+
+        def walk_all(key: str, kind: str) -> None:
+            start = 0
+            while start >= 0:
+                start = int(walk(keys=[key], args=[kind, start]))
+
         base_redis: list[float] = []
         base_index: list[float] = []
-        for _ in range(options.rounds):
+        base_walk: dict[str, list[float]] = {"retries": [], "queue": []}
+
+        def read_now(case: Case) -> None:
+            bare.config_resetstat()
+            case.model.append(timed(case.read))
+            case.script.append(script_ms(bare))
+
+        def read_before(case: Case) -> None:
+            assert before is not None
+            bare.config_resetstat()
+            with scan_script(before):
+                case.before.append(timed(case.read))
+            case.before_script.append(script_ms(bare))
+
+        for n in range(options.rounds):
             base_redis.append(timed(zrange))
             base_index.append(timed(lambda: admin.get("/admin/")))
+            base_walk["retries"].append(timed(lambda: walk_all(key, "zset")))
+            base_walk["queue"].append(timed(lambda: walk_all(f"queue:{QUEUE}", "list")))
             for case in cases:
-                bare.config_resetstat()
-                case.model.append(timed(case.read))
-                case.script.append(script_ms(bare))
+                # With --before, the two scripts take turns going first, round by round.
+                reads = [read_now]
+                if before is not None and case.scans:
+                    reads = [read_before, read_now] if n % 2 else [read_now, read_before]
+                for read in reads:
+                    read(case)
                 case.admin.append(timed(lambda case=case: admin.get(case.path)))
             base_redis.append(timed(zrange))
             base_index.append(timed(lambda: admin.get("/admin/")))
@@ -448,8 +556,14 @@ def main() -> None:
         )
         print(
             f"  GET /admin/ (admin index, no Redis)              {median(base_index)}"
-            f"   ({spread(base_index)})\n"
+            f"   ({spread(base_index)})"
         )
+        for kind, times in base_walk.items():
+            print(
+                f"  scan.lua's reads alone, whole {kind:7s}          {median(times)}"
+                f"   ({spread(times)})"
+            )
+        print()
         index_ms = statistics.median(base_index)
         print(
             f"{'list':8s} {'case':34s} {'matches':>8s} {'model ms':>9s} {'scan.lua':>9s} "
@@ -470,6 +584,21 @@ def main() -> None:
             f"\nTarget: under {TARGET_MS:.0f} ms a page; {over} of {len(cases)} admin pages "
             f"over it (medians)."
         )
+        if before is not None:
+            print(f"\nPage model, scan.lua as of {options.before} (before) and now (median ms):")
+            print(
+                f"{'list':8s} {'case':34s} {'before':>9s} {'scan.lua':>9s} {'now':>9s} "
+                f"{'scan.lua':>9s} {'now/before':>11s}"
+            )
+            for case in cases:
+                if not case.scans:
+                    continue
+                ratio = statistics.median(case.model) / statistics.median(case.before)
+                print(
+                    f"{case.kind:8s} {case.label:34s} {median(case.before):>9s} "
+                    f"{median(case.before_script):>9s} {median(case.model):>9s} "
+                    f"{median(case.script):>9s} {ratio:10.2f}x"
+                )
         bare.close()
     finally:
         if files:

@@ -290,6 +290,8 @@ IN_LANGUAGE = {
 METRICS_WORDS = {"ja": ("処理済み", "ミリ秒", "稼働中"), "fa": ("پردازش‌شده", "میلی‌ثانیه", "مشغول")}
 
 LIVE_POLL = {"ja": "自動更新", "fa": "به‌روزرسانی زنده"}
+#: A periodic job's "*/5 * * * *" read aloud (`djqueue.web.cron_words`).
+SCHEDULE_WORDS = {"ja": "5 分ごと", "fa": "هر 5 دقیقه"}
 
 
 @pytest.mark.parametrize("language", sorted(IN_LANGUAGE))
@@ -299,6 +301,7 @@ def test_pages_in_japanese_and_persian(
     problems: Problems,
     worker: Callable[..., Running],
     settings: Any,
+    r: redis.Redis,
     language: str,
 ) -> None:
     """The browser's language picks the pages' (LocaleMiddleware; the Flask locale hook);
@@ -306,6 +309,7 @@ def test_pages_in_japanese_and_persian(
     settings.LANGUAGES = [("en", "English"), ("ja", "Japanese"), ("fa", "Persian")]
     ok.perform_async(1)  # run before the failures: the Metrics page has a mean to show
     fail(worker, 2)
+    periodic_entry(r, "reports.every_five")
     direction, tab, column, payload = IN_LANGUAGE[language]
     retry = next(iter(RetrySet()))
     pages = {
@@ -313,6 +317,7 @@ def test_pages_in_japanese_and_persian(
         "retries": mount.url("retries"),
         "retry-job": mount.url("retries_job", key=retry.key),
         "metrics": mount.url("metrics"),
+        "periodic": mount.url("periodic"),
     }
     legend, unit, busy = METRICS_WORDS[language]
     page = open_page(browser, mount, problems, locale=language)
@@ -334,6 +339,8 @@ def test_pages_in_japanese_and_persian(
             expect(page.locator("#djqueue-metrics-chart svg")).to_contain_text(legend)
             mean = page.locator('#result_list tr[data-name="browser.ok"] [data-figure="mean"]')
             expect(mean).to_contain_text(unit)
+        if name == "periodic":
+            expect(page.locator(".djqueue-schedule")).to_contain_text(SCHEDULE_WORDS[language])
         shoot(page, mount, f"{name}-{language}")
     page.context.close()
     assert problems.take() == []

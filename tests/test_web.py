@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from zoneinfo import ZoneInfo
 
 import redis
@@ -212,6 +213,45 @@ def test_names_are_read_as_sidekiq_writes_them(r: redis.Redis) -> None:
     # The fields are searched whatever the case: the error's "users", the job's name.
     for q in ('RELATION "USERS', "hardjob"):
         assert RetrySet().page(0, 25, ListQuery(q=q).filter(show_args=False)).matches == 1, q
+
+
+def test_names_and_queues_are_the_top_level_fields_however_the_entry_is_written(
+    r: redis.Redis,
+) -> None:
+    """scan.lua reads a field by finding its key as text: a key inside an argument, a key
+    ending like the one looked for, a brace inside a string, spaces, escapes and the order of
+    the keys must not change what a job is called or where it goes."""
+    entries = [
+        # (stored JSON, the name the list shows, the queue it shows)
+        ('{"class":"Real","queue":"a","args":[{"class":"Fake","queue":"b"}]}', "Real", "a"),
+        ('{"args":[{"class":"Fake","queue":"b"}],"queue":"a","class":"Late"}', "Late", "a"),
+        ('{"class":"W","wrapped":"Wrapped","queue":"a","args":[]}', "Wrapped", "a"),
+        ('{"class":"W","wrapped":"X","display_class":"Shown","queue":"a","args":[]}', "Shown", "a"),
+        (
+            '{"class":"Plain","queue":"q","args":[{"unwrapped":"No","redisplay_class":"No",'
+            '"my_retry_queue":"No"}]}',
+            "Plain",
+            "q",
+        ),
+        ('{"queue":"q","retry_queue":"rq","class":"Moved","args":[]}', "Moved", "rq"),
+        ('{"error_class":"E","class":"AfterError","queue":"a","args":[]}', "AfterError", "a"),
+        ('{"note":"{","class":"Braced","args":[{"class":"Fake"}]}', "Braced", "default"),
+        ('{"class": "Spaced", "queue": "s", "args": [{"class": "Fake"}]}', "Spaced", "s"),
+        ('{"class":"Odd\\"Name","queue":"a","args":[]}', 'Odd\\"Name', "a"),
+        (' {"class":"Padded","args":[{"class":"Fake"}]}', "Padded", "default"),
+        ('not json "class":"Junk","class":"Junk",', "", "default"),
+    ]
+    for n, (raw, _, _) in enumerate(entries):
+        r.zadd("retry", {raw[:-1] + f',"jid":"{n:024x}"}}': n})
+    listing = RetrySet().page(0, 25, Filter(), facets=True)
+    assert dict(listing.names) == dict(Counter(name for _, name, _ in entries))
+    assert dict(listing.queues) == dict(Counter(queue for _, _, queue in entries))
+    for n, (_, name, queue) in enumerate(entries[:-1]):
+        for keep in (Filter(job=name), Filter(job=name, queue=queue)):
+            found = [e.jid for e in RetrySet().page(0, 25, keep).records]
+            assert f"{n:024x}" in found, (keep, entries[n][0])
+    assert RetrySet().page(0, 25, Filter(job="Fake")).matches == 0
+    assert RetrySet().page(0, 25, Filter(job="No")).matches == 0
 
 
 def test_the_queue_filter_reads_the_queue_the_list_shows(r: redis.Redis) -> None:

@@ -25,7 +25,7 @@ from ..config import Settings, get_settings
 from ..periodic_cron import parse_enqueue_time
 from ..store import bad_keys
 from ..store.periodic import BadPeriodicSet
-from . import display, i18n
+from . import cron_words, display, i18n
 from .actions import Action
 from .forms import Allowed, Form, Outcome, Refused
 from .i18n import gettext, ngettext
@@ -72,8 +72,8 @@ class PeriodicRow:
     enabled: bool
     status: str
     cron: str
-    #: The schedule in English ("At minute 0 past every hour"); empty when unreadable, and
-    #: on a page in another language.
+    #: The schedule in words ("Every day at 04:00"; `_reading`); empty when unreadable, and
+    #: on a page in another language for a form the catalog does not read.
     schedule: str
     zone: str
     #: Why djqueue cannot read the ``cron`` text (such an entry never fires here), or empty.
@@ -178,7 +178,7 @@ def periodic_row(entry: PeriodicJob, show_args: bool, now: float) -> PeriodicRow
         enabled=entry.enabled,
         status=entry.status,
         cron=entry.cron or NONE,
-        schedule=_english(entry),
+        schedule=_reading(entry),
         zone=schedule.zone_name if schedule else "",
         error=entry.error,
         job_name=entry.klass or NONE,
@@ -198,12 +198,16 @@ def periodic_row(entry: PeriodicJob, show_args: bool, now: float) -> PeriodicRow
     )
 
 
-def _english(entry: PeriodicJob) -> str:
-    """The schedule read aloud, without the zone (the page shows it beside). Only on an
-    English page: the reading comes from cronsim, in English only, and a page in another
-    language shows the cron text alone rather than mix languages."""
-    if entry.schedule is None or i18n.current() != i18n.SOURCE:
+def _reading(entry: PeriodicJob) -> str:
+    """The schedule read aloud, without the zone (the page shows it beside): the common forms
+    through the catalog (`cron_words`), in the page's language; any other form in cronsim's
+    English on an English page, and not at all on a page in another language (the cron text
+    alone rather than mixed languages)."""
+    if entry.schedule is None:
         return ""
+    words = cron_words.reading(entry.schedule)
+    if words or i18n.current() != i18n.SOURCE:
+        return words
     text = entry.schedule.describe()
     suffix = f" ({entry.schedule.zone_name})"
     return text.removesuffix(suffix) if entry.schedule.zone_name != "UTC" else text

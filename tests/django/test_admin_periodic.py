@@ -143,7 +143,7 @@ def test_the_list_shows_every_entry(root_client: Client, entries: None) -> None:
     tick = row(text, "p.tick")
     assert f'href="{PERIODIC}p.tick/"' in tick
     assert "djqueue-enabled" in tick and "<code>*/5 * * * *</code>" in tick
-    assert "Every fifth minute of every hour &middot; UTC" in tick
+    assert "Every 5 minutes &middot; UTC" in tick
     assert "UTC" in tick and "reports.tick" in tick and "default" in tick
     assert "&#34;daily&#34;" in tick and "tok-s3cret" not in tick and "********" in tick
     assert ">never<" in tick and re.search(r">next: in \d+ (seconds?|minutes?)<", tick)
@@ -151,7 +151,7 @@ def test_the_list_shows_every_entry(root_client: Client, entries: None) -> None:
     assert 'value="disable:p.tick"' in tick and 'value="run_now:p.tick"' in tick
     digest = row(text, "digest")
     assert "djqueue-disabled" in digest
-    assert "At 09:00 on Monday through Friday &middot; Europe/Paris" in digest
+    assert "Every weekday (Monday to Friday) at 09:00 &middot; Europe/Paris" in digest
     assert 'value="enable:digest"' in digest and "&mdash;" in digest
     weekly = row(text, "weekly_report")
     assert ">sidekiq-cron</span>" in weekly and "ReportWorker" in weekly and "reports" in weekly

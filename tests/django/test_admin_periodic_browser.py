@@ -98,7 +98,7 @@ def test_the_periodic_page_and_its_actions(page: Page, problems: Problems, sched
     expect(page.locator("#result_list tbody tr")).to_have_count(5)
     cleanup = row(page, "cleanup.sessions")
     expect(cleanup.locator(".djqueue-enabled")).to_have_text("enabled")
-    expect(cleanup).to_contain_text("Every fifth minute of every hour · UTC")
+    expect(cleanup).to_contain_text("Every 5 minutes · UTC")
     expect(cleanup).to_contain_text(RECENT)
     nightly = row(page, "reports.nightly")
     expect(nightly).to_contain_text("Europe/Paris")

@@ -74,7 +74,7 @@ def test_the_list_and_an_entry_page(client: Any, entries: None) -> None:
     names = re.findall(r'<tr data-name="([^"]+)"', page.text)
     assert names == ["noon_report", "p.tick", "weekly_report"]
     assert 'href="/jobs/periodic/p.tick"' in page.text and "pw1" not in page.text
-    assert "Every fifth minute of every hour &middot; UTC" in page.text
+    assert "Every 5 minutes &middot; UTC" in page.text
     assert ">sidekiq-cron</span>" in page.text and ">djqueue</span>" in page.text
     assert "djqueue-error" in page.text and "every day at noon" in page.text
     entry = client.get("/jobs/periodic/p.tick")
