@@ -51,7 +51,17 @@ def test_pages_follow_the_request_language(root_client: Client, redis_url: str) 
 
 def test_the_admin_index_names_the_pages_in_the_request_language(root_client: Client) -> None:
     ja = page(root_client, "/admin/", "ja")
-    for name in ("ダッシュボード", "キュー", "予定", "再試行", "デッド", "稼働中", "定期"):
+    for name in (
+        "ダッシュボード",
+        "キュー",
+        "予定",
+        "再試行",
+        "デッド",
+        "稼働中",
+        "定期",
+        "制限",
+        "メトリクス",
+    ):
         assert f">{name}</a>" in ja, name
     assert ">Dashboard</a>" in page(root_client, "/admin/", "en")
     fa = page(root_client, "/admin/djqueue/", "fa")

@@ -86,7 +86,7 @@ class Metrics(_Page):
 
 class Limits(_Page):
     class Meta(_Page.Meta):
-        verbose_name = verbose_name_plural = "limits"
+        verbose_name = verbose_name_plural = _("limits")
 
 
 class PeriodicJob(_Page):
