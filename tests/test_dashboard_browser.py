@@ -341,6 +341,9 @@ def test_pages_in_japanese_and_persian(
             expect(mean).to_contain_text(unit)
         if name == "periodic":
             expect(page.locator(".djqueue-schedule")).to_contain_text(SCHEDULE_WORDS[language])
+            # A cron text reads left to right on a right-to-left page too ("*/5", not "5/*").
+            cron = page.locator(".djqueue-schedule code").first
+            assert cron.evaluate("e => getComputedStyle(e).direction") == "ltr"
         shoot(page, mount, f"{name}-{language}")
     page.context.close()
     assert problems.take() == []
