@@ -15,7 +15,7 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import MalformedJob, PayloadTooLarge
@@ -354,8 +354,9 @@ def ruby_float(value: float) -> str:
     return f"{sign}{digits[0]}.{digits[1:] or '0'}e+15"
 
 
-#: The C scanner ``json.loads`` ends in: ``(value, end)`` for the value at an index.
-_scan = json.JSONDecoder().scan_once
+#: The C scanner ``json.loads`` ends in: ``(value, end)`` for the value at an index (an
+#: attribute `json.JSONDecoder` sets in ``__init__``, which typeshed leaves out).
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _parse(raw: str | bytes) -> Any:
