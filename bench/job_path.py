@@ -20,18 +20,12 @@ worker's default log level, "off" the ``djqueue.worker`` logger at WARNING (`ben
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-from bench.callgrind import _total as total_instructions
-from bench.callgrind import require_valgrind
+from bench.callgrind import python_instructions
+from bench.compare_revisions import check_out, remove, run_in
 
-ROOT = Path(__file__).resolve().parent.parent
 #: The worker's default log level, and its job lines off (`bench.log_off`).
 LEVELS = ("info", "off")
 
@@ -89,49 +83,14 @@ except BaseException:
 
 def measure(tree: Path, jobs: int) -> dict[str, list[float]]:
     """One fresh process of ``tree``: its figures for ``jobs`` no-op jobs at each level."""
-    out = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(jobs), ",".join(LEVELS)],
-        cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    figures = json.loads(out)
-    if "error" in figures:
-        raise SystemExit(f"the run in {tree} failed:\n{figures['error']}")
-    if not str(figures.pop("module")).startswith(str(tree)):
-        raise SystemExit(f"the run in {tree} imported djqueue from elsewhere")
-    return figures
+    return run_in(tree, MEASURE, str(jobs), ",".join(LEVELS))
 
 
 def instructions(tree: Path, level: str, small: int, large: int) -> float:
     """Instructions per no-op job at ``level`` under callgrind (`bench.callgrind`): a run of
     ``large`` jobs less one of ``small``, so start-up cancels out. Unlike time, the count
     hardly moves with the machine's load."""
-    valgrind = require_valgrind()
-    counts = []
-    for jobs in (small, large):
-        with tempfile.TemporaryDirectory(dir=tempfile.gettempdir()) as folder:
-            out = Path(folder) / "callgrind.out"
-            subprocess.run(
-                [
-                    valgrind,
-                    "--tool=callgrind",
-                    f"--callgrind-out-file={out}",
-                    sys.executable,
-                    "-c",
-                    MEASURE,
-                    str(jobs),
-                    level,
-                ],
-                cwd=tree,
-                env={**os.environ, "PYTHONPATH": str(tree)},
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                check=True,
-            )
-            counts.append(total_instructions(out))
+    counts = [python_instructions(MEASURE, (str(jobs), level), tree) for jobs in (small, large)]
     return (counts[1] - counts[0]) / (large - small)
 
 
@@ -147,18 +106,7 @@ def main() -> None:
         help="count instructions under callgrind instead (one round: 2,000 and 12,000 jobs)",
     )
     options = parser.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="djqueue-job-path-"))
-    trees: dict[str, Path] = {}
-    for name in (options.revision, options.newer):
-        if name is None:
-            trees["working tree"] = ROOT
-            continue
-        trees[name] = scratch / f"tree{len(trees)}"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", "--quiet", str(trees[name]), name],
-            cwd=ROOT,
-            check=True,
-        )
+    trees = check_out(options.revision, options.newer)
     runs: dict[str, list[dict[str, list[float]]]] = {name: [] for name in trees}
     try:
         if options.instructions:
@@ -186,9 +134,7 @@ def main() -> None:
                     flush=True,
                 )
     finally:
-        for tree in trees.values():
-            if tree != ROOT:
-                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+        remove(trees)
     before, after = list(trees)
     print(f"\nmedians per no-op job{'':15}{before:>14}{after:>14}{'after/before':>14}")
     for level in LEVELS:

@@ -13,6 +13,17 @@ from djqueue.worker import log
 from .worker_support import wait_for
 
 
+class Keep(logging.Handler):
+    """Keeps the records it is given, as they are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def test_lines_written_in_the_background_keep_their_job_and_arguments(tmp_path):
     path = tmp_path / "worker.log"
     handler = log.setup(logfile=str(path), json_logs=True)
@@ -48,13 +59,8 @@ def test_job_lines_copied_from_the_template_are_records_like_made_ones():
     from djqueue.worker.fetch import Unit
     from djqueue.worker.job_logger import JobLogger
 
-    records: list[logging.LogRecord] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-
     keep = Keep()
+    records = keep.records
     worker_log = logging.getLogger("djqueue.worker")
     level = worker_log.level
     worker_log.addHandler(keep)
@@ -95,11 +101,8 @@ def test_a_filter_or_a_disabled_flag_on_the_worker_logger_still_governs_job_line
     from djqueue.worker.fetch import Unit
     from djqueue.worker.job_logger import JobLogger
 
-    records: list[logging.LogRecord] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
+    keep = Keep()
+    records = keep.records
 
     def jobs() -> list[str]:
         records.clear()
@@ -110,7 +113,6 @@ def test_a_filter_or_a_disabled_flag_on_the_worker_logger_still_governs_job_line
     def no_start(record: logging.LogRecord) -> bool:
         return record.getMessage() != "start"
 
-    keep = Keep()
     worker_log = logging.getLogger("djqueue.worker")
     level = worker_log.level
     worker_log.addHandler(keep)
