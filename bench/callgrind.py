@@ -66,8 +66,9 @@ def per_job(url: str, small: int, large: int, worker_args: tuple[str, ...] = ())
     ) / (large - small)
 
 
-def python_instructions(code: str) -> int:
-    """Instructions a fresh ``python -c CODE`` (run from the repository root) executes."""
+def python_instructions(code: str, args: tuple[str, ...] = (), tree: Path = ROOT) -> int:
+    """Instructions a fresh ``python -c CODE ARGS...`` executes, run from ``tree`` (this
+    repository's root unless told) with ``tree`` first on its path."""
     valgrind = require_valgrind()
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "callgrind.out"
@@ -79,9 +80,10 @@ def python_instructions(code: str) -> int:
                 sys.executable,
                 "-c",
                 code,
+                *args,
             ],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            cwd=tree,
+            env={**os.environ, "PYTHONPATH": str(tree)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             check=True,

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -65,9 +66,12 @@ print(json.dumps({"ratio": later / plain, "per_s": n / later, "module": djqueue.
 """
 
 
-def push_figures(tree: Path, url: str, jobs: int) -> dict[str, float]:
+def run_in(tree: Path, code: str, *args: str) -> dict[str, Any]:
+    """The JSON object a fresh ``python -c CODE ARGS...`` of ``tree`` prints: its figures,
+    with ``module`` (where it imported djqueue from, checked to be ``tree``) taken out. The
+    object may instead hold an ``error`` (a traceback), which ends the run."""
     out = subprocess.run(
-        [sys.executable, "-c", PUSH, url, str(jobs)],
+        [sys.executable, "-c", code, *args],
         cwd=tree,
         env={**os.environ, "PYTHONPATH": str(tree)},
         capture_output=True,
@@ -75,9 +79,15 @@ def push_figures(tree: Path, url: str, jobs: int) -> dict[str, float]:
         check=True,
     ).stdout
     figures = json.loads(out)
+    if "error" in figures:
+        raise SystemExit(f"the run in {tree} failed:\n{figures['error']}")
     if not str(figures.pop("module")).startswith(str(tree)):
-        raise SystemExit(f"the push run in {tree} imported djqueue from elsewhere")
+        raise SystemExit(f"the run in {tree} imported djqueue from elsewhere")
     return figures
+
+
+def push_figures(tree: Path, url: str, jobs: int) -> dict[str, float]:
+    return run_in(tree, PUSH, url, str(jobs))
 
 
 def bench_job(
@@ -198,16 +208,12 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("revision", help="the older revision, e.g. a commit before the change")
-    parser.add_argument("newer", nargs="?", help="the newer revision (default: the working tree)")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--jobs", type=int, default=20_000, help="a multiple of 1,000")
-    options = parser.parse_args()
+def check_out(older: str, newer: str | None) -> dict[str, Path]:
+    """The two trees to compare, by name: each revision checked out in a temporary git
+    worktree, and this working tree where ``newer`` is None. `remove` takes them away."""
     scratch = Path(tempfile.mkdtemp(prefix="djqueue-compare-"))
     trees: dict[str, Path] = {}
-    for name in (options.revision, options.newer):
+    for name in (older, newer):
         if name is None:
             trees["working tree"] = ROOT
             continue
@@ -217,6 +223,24 @@ def main() -> None:
             cwd=ROOT,
             check=True,
         )
+    return trees
+
+
+def remove(trees: dict[str, Path]) -> None:
+    """Remove the worktrees `check_out` added."""
+    for tree in trees.values():
+        if tree != ROOT:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("revision", help="the older revision, e.g. a commit before the change")
+    parser.add_argument("newer", nargs="?", help="the newer revision (default: the working tree)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=20_000, help="a multiple of 1,000")
+    options = parser.parse_args()
+    trees = check_out(options.revision, options.newer)
     push: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     drain: dict[str, list[float]] = {name: [] for name in trees}
     cpu: dict[str, list[float]] = {name: [] for name in trees}
@@ -237,9 +261,7 @@ def main() -> None:
                         flush=True,
                     )
     finally:
-        for tree in trees.values():
-            if tree != ROOT:
-                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+        remove(trees)
     before, after = list(trees)
     ratio = {n: statistics.median(p["ratio"] for p in push[n]) for n in trees}
     rate = {n: statistics.median(drain[n]) for n in trees}

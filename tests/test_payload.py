@@ -13,6 +13,7 @@ import pytest
 import redis
 
 import djqueue
+from djqueue.errors import MalformedJob
 from djqueue.payload import check_json_args, dumps, loads, to_seconds
 
 JID = re.compile(r"^[0-9a-f]{24}$")
@@ -227,6 +228,63 @@ def test_loads_keeps_unknown_fields_and_refuses_non_jobs():
             loads(bad)
     with pytest.raises(ValueError):
         loads("{not json")
+
+
+def _parsed(raw):
+    """What ``loads`` makes of ``raw``: the payload, or the type and message of its error."""
+    try:
+        return loads(raw)
+    except ValueError as exc:
+        return type(exc), str(exc)
+
+
+def _json_loads(raw):
+    """The same, parsed by ``json.loads`` alone (the checks of a job's shape as ``loads``)."""
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        return MalformedJob, f"not JSON: {exc}"
+    except RecursionError:
+        return MalformedJob, "not JSON: nested too deeply to read"
+    if not isinstance(payload, dict):
+        return MalformedJob, f"not a JSON object but a {type(payload).__name__}"
+    if not isinstance(payload.get("class"), str) or not isinstance(payload.get("args"), list):
+        return MalformedJob, "job payload lacks a string 'class' and a list 'args'"
+    return payload
+
+
+JOB = '{"class":"X","args":["caf\u00e9","café",1.0e-05,[{"a":null}]],"jid":"j","at":1.5}'
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        JOB.encode(),
+        JOB,
+        f" {JOB}".encode(),
+        f"{JOB}\n".encode(),
+        f"{JOB}{JOB}".encode(),
+        f'{JOB[:-1]}}} {{"x":1}}'.encode(),
+        JOB.encode("utf-16-le"),
+        JOB.encode("utf-16"),
+        JOB.encode("utf-32-be"),
+        "\ufeff".encode() + JOB.encode(),
+        b'{"class":"X","args":["\xff"]}',
+        b'{"class":"X","args":["\\ud800"]}',
+        b'{"class":"X","args":[' + b"[" * 100_000 + b"]" * 100_000 + b"]}",
+        b'{"class":"X","args":[1,]}',
+        b'{"class":"X"}',
+        b"{}",
+        b"{",
+        b"}",
+        b"{ }",
+        b'{"class":"X","args":[NaN,Infinity]}',
+    ],
+)
+def test_loads_reads_bytes_as_json_loads_does(raw):
+    """The parse goes straight to json's C scanner for one object in UTF-8 bytes, and leaves
+    everything else to ``json.loads``: the same payload, or the same error, either way."""
+    assert repr(_parsed(raw)) == repr(_json_loads(raw))
 
 
 @pytest.mark.parametrize(

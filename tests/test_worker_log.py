@@ -13,6 +13,17 @@ from djqueue.worker import log
 from .worker_support import wait_for
 
 
+class Keep(logging.Handler):
+    """Keeps the records it is given, as they are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def test_lines_written_in_the_background_keep_their_job_and_arguments(tmp_path):
     path = tmp_path / "worker.log"
     handler = log.setup(logfile=str(path), json_logs=True)
@@ -48,13 +59,8 @@ def test_job_lines_copied_from_the_template_are_records_like_made_ones():
     from djqueue.worker.fetch import Unit
     from djqueue.worker.job_logger import JobLogger
 
-    records: list[logging.LogRecord] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-
     keep = Keep()
+    records = keep.records
     worker_log = logging.getLogger("djqueue.worker")
     level = worker_log.level
     worker_log.addHandler(keep)
@@ -87,6 +93,46 @@ def test_job_lines_copied_from_the_template_are_records_like_made_ones():
     assert records[0].created <= records[-1].created
     assert len({id(r) for r in records}) == 4
     assert records[1].elapsed >= 0
+
+
+def test_a_filter_or_a_disabled_flag_on_the_worker_logger_still_governs_job_lines():
+    """The job's lines skip `logging.Logger.handle` only for a logger with neither: a filter
+    added to ``djqueue.worker`` sees (and may drop) them, and a disabled logger writes none."""
+    from djqueue.worker.fetch import Unit
+    from djqueue.worker.job_logger import JobLogger
+
+    keep = Keep()
+    records = keep.records
+
+    def jobs() -> list[str]:
+        records.clear()
+        unit = Unit("default", b"{}", "working:x")
+        pipeline.run([JobLogger()], (unit, {"class": "app.Job", "jid": "a" * 24}), lambda: None)
+        return [r.getMessage().split(":")[0] for r in records]
+
+    def no_start(record: logging.LogRecord) -> bool:
+        return record.getMessage() != "start"
+
+    worker_log = logging.getLogger("djqueue.worker")
+    level = worker_log.level
+    worker_log.addHandler(keep)
+    worker_log.setLevel(logging.INFO)
+    try:
+        assert jobs() == ["start", "done"]
+        worker_log.addFilter(no_start)
+        try:
+            assert jobs() == ["done"]
+        finally:
+            worker_log.removeFilter(no_start)
+        worker_log.disabled = True
+        try:
+            assert jobs() == []
+        finally:
+            worker_log.disabled = False
+        assert jobs() == ["start", "done"]
+    finally:
+        worker_log.removeHandler(keep)
+        worker_log.setLevel(level)
 
 
 def test_a_jobs_start_and_done_lines_name_the_request_that_pushed_it(spawn, redis_url, r):

@@ -154,11 +154,15 @@ class BackgroundHandler(logging.Handler):
             except queue.Empty:
                 pass
             lines = []
+            # `logging.Handler.format` without its call per line: the target's formatter,
+            # as it is when the batch is written.
+            formatter = target.formatter
+            format_line = target.format if formatter is None else formatter.format
             for record in batch:
                 if record is None:
                     continue
                 try:
-                    lines.append(target.format(record) + target.terminator)
+                    lines.append(format_line(record) + target.terminator)
                 except Exception:  # noqa: BLE001 - a bad record must not stop the log
                     target.handleError(record)
             try:
