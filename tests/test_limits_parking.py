@@ -222,3 +222,26 @@ def test_an_index_of_the_wrong_type_is_named_and_the_figures_still_answer(store,
     assert "bad key djqueue:parked: it holds a string, not a set" in caplog.text
     assert store.unpark() == 0  # the sweep cannot find it; a slot given back still can
     assert store.leave([("stripe", 1)], "holder") == 1
+
+
+def test_a_turns_hash_of_the_wrong_type_still_puts_the_refused_job_back_at_the_opening(
+    store, r, caplog
+):
+    mail = limits.window("mail", 1, per=30)
+    limits.enter([mail], "a", store)
+    r.set("djqueue:limiter_turns", "not a hash")
+    with pytest.raises(djqueue.OverLimit):
+        limits.enter([mail], "b", store, job=_taken(r, _job(1)))
+    ((job, at),) = r.zrange("schedule", 0, -1, withscores=True)
+    ((_, granted),) = r.zrange("djqueue:limit:mail", 0, -1, withscores=True)
+    assert job == _job(1) and at == pytest.approx(granted + 30, abs=0.002)
+    assert "djqueue:limiter_turns: it holds a string, not a hash" in caplog.text
+
+
+def test_one_limiter_key_of_the_wrong_type_does_not_keep_the_other_slots(store, r, caplog):
+    declared = [limits.concurrent("broken", 1), limits.concurrent("stripe", 1)]
+    limits.enter(declared, "holder", store, lease=30)
+    r.set("djqueue:limit:broken", "not a sorted set")
+    limits.leave(declared, "holder", store)
+    assert r.zcard("djqueue:limit:stripe") == 0
+    assert "djqueue:limit:broken: it holds a string, not a sorted set" in caplog.text

@@ -93,14 +93,16 @@ for i = 1, count do
     end
     if job ~= '' and kind ~= 'concurrent' then
       local due = now + wait
-      local last = tonumber(redis.call('HGET', KEYS[6], name))
-      if last and last + per / limit > due then
-        due = last + per / limit
-      end
-      redis.call('HSET', KEYS[6], name, string.format('%.6f', due))
-      local keep = math.ceil(due - now + per) + 1
-      if redis.call('TTL', KEYS[6]) < keep then
-        redis.call('EXPIRE', KEYS[6], keep)
+      if key_is(KEYS[6], 'hash', 'skipped: refused jobs come back at the opening, unpaced') then
+        local last = tonumber(redis.call('HGET', KEYS[6], name))
+        if last and last + per / limit > due then
+          due = last + per / limit
+        end
+        redis.call('HSET', KEYS[6], name, string.format('%.6f', due))
+        local keep = math.ceil(due - now + per) + 1
+        if redis.call('TTL', KEYS[6]) < keep then
+          redis.call('EXPIRE', KEYS[6], keep)
+        end
       end
       wait = due - now
     end

@@ -22,7 +22,8 @@ local unparked = 0
 for i = 1, (#KEYS - 2) / 2 do
   local key, parked = KEYS[2 * i + 1], KEYS[2 * i + 2]
   local name, limit = ARGV[2 * i + 2], tonumber(ARGV[2 * i + 3])
-  if redis.call('ZREM', key, holder) == 1 and redis.call('EXISTS', parked) == 1
+  if key_is(key, 'zset', 'skipped: its slot not given back here')
+      and redis.call('ZREM', key, holder) == 1 and redis.call('EXISTS', parked) == 1
       and free_slots(key, limit, now) > 0 then
     unparked = unparked + unpark(parked, KEYS[1], name, 1, KEYS[2], ARGV[2], ARGV[3])
   end
