@@ -362,7 +362,11 @@ class Client:
         runs on the event loop: what a middleware reads that needs I/O is fetched before it,
         by `before_async_push`. When the coroutine runs for sync code that may be inside a
         transaction (`in_calling_thread` says so), the push is `push`, made in that thread,
-        so it waits for that commit as a sync push would."""
+        so it waits for that commit as a sync push would. Inside a `batched` block (a
+        `djqueue.Batch`, a bulk) the push is `push` too: it only joins the block's write,
+        which the block makes when it ends, so nothing waits here."""
+        if current_batch() is not None:
+            return self.push(item)
         if in_calling_thread is not None:
             there = in_calling_thread(lambda: self.push(item))
             if there is not None:

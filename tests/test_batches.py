@@ -3,6 +3,7 @@ that add jobs, cancellation, retention, and a kill -9 of one of two workers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import time
@@ -275,6 +276,19 @@ def test_a_thousand_jobs_with_one_of_two_workers_killed(r, redis_url, spawn):
     assert state.successful and state.pending == 0 and state.failures == 0
     assert not r.exists(f"djqueue:batch:{batch.bid}:pending")
     assert entries(r, "done") == [done]
+
+
+def test_an_async_push_inside_the_block_joins_the_batch(r):
+    async def push() -> tuple[Batch, str | None]:
+        with Batch(description="async") as batch:
+            jid = await note.aperform_later("k", 1)
+            assert r.llen("queue:default") == 0  # written with the batch, at the block's end
+        return batch, jid
+
+    batch, jid = asyncio.run(push())
+    (job,) = [json.loads(raw) for raw in r.lrange("queue:default", 0, -1)]
+    assert job["jid"] == jid and job["bid"] == batch.bid
+    assert batch.status().total == 1
 
 
 def test_the_fake_mode_records_a_batch_s_jobs_and_writes_nothing(r):
