@@ -242,6 +242,25 @@ def test_reopening_a_batch_that_succeeded_or_is_unknown_is_refused(r, worker):
     assert djqueue.Client().push({"class": "X", "args": [], "bid": "b" * 24})
 
 
+def test_a_batch_key_of_the_wrong_type_is_named_and_stops_no_acknowledgement(r, worker, caplog):
+    with Batch(on_success=callback.s("broken")) as broken:
+        note.perform_later("k", "in the broken batch")
+    with Batch(on_success=callback.s("sound")):
+        note.perform_later("k", "in the sound batch")
+    r.delete(f"djqueue:batch:{broken.bid}:pending")
+    r.set(f"djqueue:batch:{broken.bid}:pending", "not a set")
+    worker()
+    ((status, _ran),) = settled(r, "sound")  # the sound batch succeeded, once
+    assert status["event"] == "success" and status["pending"] == 0
+    wait_for(lambda: r.llen("k") == 2, what="both jobs run")
+    wait_for(lambda: not any(r.llen(k) for k in r.keys("djqueue:working:*")), what="both acked")
+    assert r.llen("broken") == 0
+    assert f"djqueue:batch:{broken.bid}:pending: it holds a string, not a set" in caplog.text
+    with pytest.raises(djqueue.BatchClosed, match="wrong type"), Batch(bid=broken.bid):
+        note.perform_later("k", "refused")
+    assert r.llen("queue:default") == 0
+
+
 def test_batch_keys_expire_and_the_janitor_trims_the_listing(r):
     djqueue.configure(redis_url=djqueue.get_settings().redis_url, batch_retention=50)
     with Batch() as old:

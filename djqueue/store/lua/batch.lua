@@ -38,6 +38,22 @@ local function batch_touch(key)
   redis.call('EXPIRE', key .. ':failed', ttl)
 end
 
+-- Whether the batch KEY's keys are of their types (a hash, the ':pending' set, the ':failed'
+-- hash; absent is fine), checked once per call. A batch with a key of another type is named
+-- (bad_keys) and counted nowhere, and no job may join it: the job's own move goes on, as
+-- every script does with a shared key of the wrong type.
+local batch_checked = {}
+local function batch_sound(key)
+  local known = batch_checked[key]
+  if known == nil then
+    local doing = 'skipped: the batch is not counted'
+    known = key_is(key, 'hash', doing) and key_is(key .. ':pending', 'set', doing)
+      and key_is(key .. ':failed', 'hash', doing)
+    batch_checked[key] = known
+  end
+  return known
+end
+
 -- The decoded job when it carries FIELD ('bid' or 'chain'), else nil. A job is decoded once
 -- per call (push.lua looks at a job of a batch before it writes it, and when it counts it).
 local batch_decoded = {}
@@ -155,13 +171,14 @@ end
 local batch_check
 batch_check = function(prefix, bid)
   local key = batch_key(prefix, bid)
+  if not batch_sound(key) then return end
   local v = redis.call('HMGET', key, 'remaining', 'pending', 'parent', 'complete_at',
     'success_at')
   if not v[1] then return end
   local parent = v[3]
   if tonumber(v[1]) <= 0 and not v[4] and batch_fire(prefix, key, bid, 'complete') and parent then
     local parent_key = batch_key(prefix, parent)
-    if redis.call('EXISTS', parent_key) == 1 then
+    if batch_sound(parent_key) and redis.call('EXISTS', parent_key) == 1 then
       redis.call('HINCRBY', parent_key, 'remaining', -1)
       batch_touch(parent_key)
       batch_check(prefix, parent)
@@ -169,7 +186,7 @@ batch_check = function(prefix, bid)
   end
   if tonumber(v[2]) <= 0 and not v[5] and batch_fire(prefix, key, bid, 'success') and parent then
     local parent_key = batch_key(prefix, parent)
-    if redis.call('EXISTS', parent_key) == 1 then
+    if batch_sound(parent_key) and redis.call('EXISTS', parent_key) == 1 then
       redis.call('HINCRBY', parent_key, 'pending', -1)
       redis.call('HINCRBY', parent_key, 'children', -1)
       batch_touch(parent_key)
@@ -183,7 +200,7 @@ end
 local function batch_died(prefix, bid)
   while bid do
     local key = batch_key(prefix, bid)
-    if redis.call('EXISTS', key) == 0 then return end
+    if not batch_sound(key) or redis.call('EXISTS', key) == 0 then return end
     redis.call('HINCRBY', key, 'dead', 1)
     batch_fire(prefix, key, bid, 'death')
     batch_touch(key)
@@ -196,7 +213,7 @@ end
 local function batch_count_added(prefix)
   for _, bid in ipairs(batch_bids) do
     local key = batch_key(prefix, bid)
-    if redis.call('EXISTS', key) == 1 then
+    if batch_sound(key) and redis.call('EXISTS', key) == 1 then
       local added = batch_each('SADD', key .. ':pending', batch_gathered[bid])
       if added > 0 then
         redis.call('HINCRBY', key, 'total', added)
@@ -217,7 +234,7 @@ local function batch_count_successes(prefix)
   for _, bid in ipairs(batch_bids) do
     local key = batch_key(prefix, bid)
     local jids = batch_gathered[bid]
-    local removed = batch_each('SREM', key .. ':pending', jids)
+    local removed = batch_sound(key) and batch_each('SREM', key .. ':pending', jids) or 0
     if removed > 0 then
       local failed_before = batch_each('HDEL', key .. ':failed', jids)
       redis.call('HINCRBY', key, 'pending', -removed)
@@ -238,7 +255,7 @@ local function batch_failed(prefix, json, died, error_class, error_message)
   if not job or type(job['bid']) ~= 'string' then return end
   local bid, jid = job['bid'], job['jid']
   local key = batch_key(prefix, bid)
-  if redis.call('EXISTS', key) == 0 then return end
+  if not batch_sound(key) or redis.call('EXISTS', key) == 0 then return end
   if redis.call('SISMEMBER', key .. ':pending', jid) == 0 then return end
   local before = redis.call('HGET', key .. ':failed', jid)
   local was_dead = before and string.find(before, '"dead":true', 1, true)
@@ -287,6 +304,7 @@ end
 -- succeeded already (a batch that has completed but not succeeded takes jobs: its failed
 -- jobs' retries may add some).
 local function batch_closed(key)
+  if not batch_sound(key) then return 'has a key of the wrong type' end
   if redis.call('EXISTS', key) == 0 then return 'is unknown or expired' end
   if redis.call('HEXISTS', key, 'cancelled_at') == 1 then return 'was cancelled' end
   if redis.call('HEXISTS', key, 'success_at') == 1 then return 'has succeeded' end
@@ -311,6 +329,9 @@ local function batch_prepare(prefix, defs, jsons)
       if err then return err end
     end
     local key = batch_key(prefix, bid)
+    if not batch_sound(key) then
+      return 'batch ' .. bid .. ' has a key of the wrong type; no job was written'
+    end
     local exists = redis.call('EXISTS', key) == 1
     if def['reopen'] then
       local why = batch_closed(key)
@@ -338,7 +359,7 @@ local function batch_prepare(prefix, defs, jsons)
       -- A batch this Redis does not hold (another program's: Sidekiq Pro writes "bid" too)
       -- is none of djqueue's business: the job is written as it is, counted nowhere.
       local key = batch_key(prefix, job['bid'])
-      local why = redis.call('EXISTS', key) == 1 and batch_closed(key)
+      local why = (not batch_sound(key) or redis.call('EXISTS', key) == 1) and batch_closed(key)
       if why then return nil, 'batch ' .. job['bid'] .. ' ' .. why .. '; no job was written' end
       known[job['bid']] = true
     end
@@ -372,9 +393,11 @@ local function batch_create(prefix, def)
   redis.call('HSET', key, unpack(fields))
   batch_touch(key)
   local listing = batch_own(prefix) .. 'batches'
-  redis.call('ZADD', listing, tonumber(def['created_at']) or 0, bid)
-  if redis.call('TTL', listing) < retention then
-    redis.call('EXPIRE', listing, retention)
+  if key_is(listing, 'zset', 'skipped: the batch is left out of the listing') then
+    redis.call('ZADD', listing, tonumber(def['created_at']) or 0, bid)
+    if redis.call('TTL', listing) < retention then
+      redis.call('EXPIRE', listing, retention)
+    end
   end
   if type(def['parent']) == 'string' then
     local parent_key = batch_key(prefix, def['parent'])
