@@ -88,6 +88,7 @@ end
 -- An end (completed, dead, cancelled): both keys live `retention` seconds from now, and the
 -- done list wakes every waiter (BLMOVE of its one element onto itself consumes nothing).
 -- A job asked to stop ends cancelled whatever `state` says, without a return value.
+-- Returns the state written.
 local function status_finished(prefix, job, state, ...)
   local key = status_key(prefix, job)
   local ttl = math.min(STATUS_MAX_TTL, math.max(1, math.floor(tonumber(job['retention']))))
@@ -110,6 +111,7 @@ local function status_finished(prefix, job, state, ...)
   redis.call('UNLINK', key .. ':done')
   redis.call('RPUSH', key .. ':done', state)
   redis.call('EXPIRE', key .. ':done', ttl)
+  return state
 end
 
 -- Taken by a worker: active, one more attempt, and the process named (`workers` lists the

@@ -64,9 +64,6 @@ for i = first_end, first_back - 1, 6 do
     unique_release(status_prefix, ARGV[i + 1], 'end')
     local tracked = status_job(ARGV[i + 1])
     local state = ARGV[i + 2]
-    if tracked and state ~= 'cancelled' and status_stop_asked(status_prefix, tracked) then
-      state = 'cancelled'  -- as status_finished writes it: the batch and the chain agree
-    end
     if tracked then
       local fields = {}
       for n, name in ipairs({'result', 'error_class', 'error_message'}) do
@@ -75,7 +72,8 @@ for i = first_end, first_back - 1, 6 do
           fields[#fields + 1] = ARGV[i + 2 + n]
         end
       end
-      status_finished(status_prefix, tracked, ARGV[i + 2], unpack(fields))
+      -- The end it wrote: cancelled when a stop was asked; the batch and the chain agree.
+      state = status_finished(status_prefix, tracked, ARGV[i + 2], unpack(fields))
     end
     if state == 'cancelled' then
       batch_failed(status_prefix, ARGV[i + 1], false, ARGV[i + 4], ARGV[i + 5])
