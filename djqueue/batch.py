@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import payload as payloads
 from .client import Client, add_empty_batch, batched, get_client, open_batches
 from .executor import current_job
 from .lifecycle import JobRef
 from .payload import BATCH_DEFINITION, Payload, dumps, encode, normalize
-from .store.batch_read import BatchState, read_batch
-from .store.batches import BatchStore
+from .store.batch_read import BatchState
+
+if TYPE_CHECKING:
+    from .api.batches import Batch as ApiBatch
 
 #: The argument a template is cut at: replaced by the batch's status or a step's result.
 PLACEHOLDER = "\x00djqueue-placeholder\x00"
@@ -208,23 +210,28 @@ class Batch:
         return self.client or get_client()
 
     def status(self) -> BatchState | None:
-        """The batch as Redis holds it now (None once expired, or before it was written)."""
-        client = self._client()
-        return read_batch(client.redis, client.keys, self.bid)
+        """The batch as Redis holds it now (None once expired, or before it was written).
+        Read as the Batches page reads it (`djqueue.api.Batch`): a key of the wrong type
+        raises `djqueue.BadKey`, Redis out of reach `djqueue.RedisUnavailable`."""
+        return self._api().state()
 
     def cancel(self) -> int | None:
         """Cancel the batch: no callback is pushed any more, no job may join it, and its
         waiting jobs are taken out of their queues, the schedule and the retry set. Returns
         how many were taken out (None: unknown or expired). Running jobs go on; they can
         look at `cancelled`."""
-        client = self._client()
-        return BatchStore(client.redis, client.keys).cancel(self.bid)
+        return self._api().cancel()
 
     @property
     def cancelled(self) -> bool:
         """Whether the batch was cancelled (one read of Redis): for its running jobs to stop."""
+        return self._api().cancelled()
+
+    def _api(self) -> ApiBatch:
+        from .api.batches import Batch as ApiBatch  # the inspection API, loaded when used
+
         client = self._client()
-        return BatchStore(client.redis, client.keys).cancelled(self.bid)
+        return ApiBatch(self.bid, client.settings, client.redis)
 
 
 class JobChain:

@@ -261,6 +261,16 @@ def test_a_batch_key_of_the_wrong_type_is_named_and_stops_no_acknowledgement(r, 
     assert r.llen("queue:default") == 0
 
 
+def test_a_batch_hash_of_the_wrong_type_is_a_bad_key_to_status_cancel_and_cancelled(r):
+    with Batch() as batch:
+        note.perform_later("k", 1)
+    r.delete(f"djqueue:batch:{batch.bid}")
+    r.set(f"djqueue:batch:{batch.bid}", "not a hash")
+    for read in (batch.status, batch.cancel, lambda: batch.cancelled):
+        with pytest.raises(djqueue.BadKey, match=f"djqueue:batch:{batch.bid} holds a string"):
+            read()
+
+
 def test_batch_keys_expire_and_the_janitor_trims_the_listing(r):
     djqueue.configure(redis_url=djqueue.get_settings().redis_url, batch_retention=50)
     with Batch() as old:

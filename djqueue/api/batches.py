@@ -67,6 +67,10 @@ class Batch(ApiObject):
         """The ids of ``state``'s child batches (`child_batches`)."""
         return self._call(lambda: child_batches(self.redis, self.keys, state))
 
+    def cancelled(self) -> bool:
+        """Whether the batch was cancelled (one HEXISTS): what its running jobs look at."""
+        return self._call(lambda: BatchStore(self.redis, self.keys).cancelled(self.bid))
+
     def cancel(self) -> int | None:
         """Cancel the batch: its waiting jobs are removed, running ones see it cancelled.
         Returns how many waiting jobs were removed, or None when the batch is unknown or
