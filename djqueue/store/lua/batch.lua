@@ -56,18 +56,9 @@ end
 
 -- The decoded job when it carries FIELD ('bid' or 'chain'), else nil. A job is decoded once
 -- per call (push.lua looks at a job of a batch before it writes it, and when it counts it).
-local batch_decoded = {}
 local function batch_job(json, field)
   if not string.find(json, '"' .. field .. '":', 1, true) then return nil end
-  local decoded = batch_decoded[json]
-  if decoded == nil then
-    local ok
-    ok, decoded = pcall(cjson.decode, json)
-    if not ok or type(decoded) ~= 'table' or type(decoded['jid']) ~= 'string' then
-      decoded = false
-    end
-    batch_decoded[json] = decoded
-  end
+  local decoded = job_decoded(json)
   if decoded and decoded[field] ~= nil then
     return decoded
   end

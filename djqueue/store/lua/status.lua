@@ -20,12 +20,27 @@ local function status_text(value)
   return ''
 end
 
+-- A job's JSON decoded, once per call whoever asks (the status code and batch.lua look at the
+-- same jobs); false when it is not an object with a string jid. Nothing changes the tables.
+local decoded_jobs = {}
+local function job_decoded(json)
+  local decoded = decoded_jobs[json]
+  if decoded == nil then
+    local ok
+    ok, decoded = pcall(cjson.decode, json)
+    if not ok or type(decoded) ~= 'table' or type(decoded['jid']) ~= 'string' then
+      decoded = false
+    end
+    decoded_jobs[json] = decoded
+  end
+  return decoded
+end
+
 -- The decoded job when it is tracked, else nil.
 local function status_job(job)
   if not string.find(job, '"retention":', 1, true) then return nil end
-  local ok, decoded = pcall(cjson.decode, job)
-  if ok and type(decoded) == 'table' and type(decoded['jid']) == 'string'
-      and tonumber(decoded['retention']) then
+  local decoded = job_decoded(job)
+  if decoded and tonumber(decoded['retention']) then
     return decoded
   end
   return nil
