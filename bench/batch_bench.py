@@ -68,7 +68,7 @@ def drain(r: redis.Redis, url: str, jobs: int) -> tuple[float, float]:
 
 def main() -> None:
     options = arguments(__doc__).parse_args()
-    rounds = Rounds(MODES, options.rounds)
+    rounds = Rounds(MODES, options.rounds, "batch")
     print(f"load average before: {os.getloadavg()[0]:.1f}", flush=True)
     with BenchRedis() as url:
         djqueue.configure(redis_url=url)
@@ -86,11 +86,11 @@ def main() -> None:
             rounds.add("Redis us per job (drain)", mode, in_redis)
             rounds.add("push us per job (bulk)", mode, push_us)
             rounds.add("push CPU us per job", mode, push_cpu)
-            print(
-                f"round {number} batch {mode:>3}: push {push_us:.1f} us/job "
-                f"(CPU {push_cpu:.1f}), drain {rate:,.0f}/s, worker CPU {cpu:.1f} us/job, "
-                f"Redis {in_redis:.1f} us/job",
-                flush=True,
+            rounds.say(
+                number,
+                mode,
+                f"push {push_us:.1f} us/job (CPU {push_cpu:.1f}), drain {rate:,.0f}/s, "
+                f"worker CPU {cpu:.1f} us/job, Redis {in_redis:.1f} us/job",
             )
         r.close()
     rounds.summary({"no-op drain, jobs/s": ",.0f"})

@@ -119,10 +119,11 @@ def main() -> None:
                 rate, us, refused = free_rate(url, options.jobs, blocked, trees[mode], options.feed)
                 rounds.add("unlimited jobs/s", mode, rate)
                 rounds.add("worker CPU us/unlimited job", mode, us)
-                print(
-                    f"round {number} {mode:>6}: {rate:,.0f} unlimited jobs/s, worker CPU "
-                    f"{us:.0f} us per unlimited job, {refused:,} refusals",
-                    flush=True,
+                rounds.say(
+                    number,
+                    mode,
+                    f"{rate:,.0f} unlimited jobs/s, worker CPU {us:.0f} us per unlimited job, "
+                    f"{refused:,} refusals",
                 )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -89,7 +89,7 @@ def main() -> None:
     if options.callgrind:
         instructions()
         return
-    rounds = Rounds(MODES, options.rounds)
+    rounds = Rounds(MODES, options.rounds, "metrics")
     with BenchRedis() as url:
         for number, mode in rounds:
             rate, us = drain_rate(ROOT, url, options.jobs, worker_args=MODES[mode])
@@ -98,10 +98,10 @@ def main() -> None:
             r.close()
             rounds.add("no-op drain, jobs/s", mode, rate)
             rounds.add("worker CPU us per job", mode, us)
-            print(
-                f"round {number} metrics {mode:>3}: no-op drain {rate:,.0f}/s, "
-                f"worker CPU {us:.1f} us/job, {written} metrics hashes",
-                flush=True,
+            rounds.say(
+                number,
+                mode,
+                f"no-op drain {rate:,.0f}/s, worker CPU {us:.1f} us/job, {written} metrics hashes",
             )
     rounds.summary({"no-op drain, jobs/s": ",.0f"})
     ratios = rounds.ratios("no-op drain, jobs/s")

@@ -29,9 +29,11 @@ class Rounds:
     """The turns of an off/on run and what each measured. Iterating gives ``(round, mode)``
     pairs in turn order; `add` keeps a value; `summary` prints the comparison."""
 
-    def __init__(self, modes: Sequence[str], rounds: int) -> None:
+    def __init__(self, modes: Sequence[str], rounds: int, name: str = "") -> None:
         self.modes = list(modes)
         self.rounds = rounds
+        #: What the modes switch ("metrics"), shown in each round's line (`say`).
+        self.name = name
         self.rows: Rows = {}
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
@@ -39,6 +41,14 @@ class Rounds:
             order = self.modes if number % 2 else list(reversed(self.modes))
             for mode in order:
                 yield number, mode
+
+    def say(self, number: int, mode: str, text: str) -> None:
+        """Print what round ``number`` measured in ``mode``, as it comes."""
+        width = max(len(m) for m in self.modes)
+        print(
+            f"round {number} {self.name + ' ' if self.name else ''}{mode:>{width}}: {text}",
+            flush=True,
+        )
 
     def add(self, label: str, mode: str, value: float) -> None:
         self.rows.setdefault(label, {m: [] for m in self.modes})[mode].append(value)

@@ -30,7 +30,7 @@ def redis_us(r: redis.Redis) -> float:
 
 def main() -> None:
     options = arguments(__doc__).parse_args()
-    rounds = Rounds(MODES, options.rounds)
+    rounds = Rounds(MODES, options.rounds, "retention")
     with BenchRedis() as url:
         for number, mode in rounds:
             r = redis.Redis.from_url(url)
@@ -42,11 +42,11 @@ def main() -> None:
             rounds.add("no-op drain, jobs/s", mode, rate)
             rounds.add("worker CPU us per job", mode, us)
             rounds.add("Redis us per job (all cmds)", mode, scripts)
-            print(
-                f"round {number} retention {mode:>3}: no-op drain {rate:,.0f}/s, "
-                f"worker CPU {us:.1f} us/job, Redis {scripts:.1f} us/job, "
-                f"{statuses:,} status keys",
-                flush=True,
+            rounds.say(
+                number,
+                mode,
+                f"no-op drain {rate:,.0f}/s, worker CPU {us:.1f} us/job, "
+                f"Redis {scripts:.1f} us/job, {statuses:,} status keys",
             )
     rounds.summary({"no-op drain, jobs/s": ",.0f"})
 

@@ -21,17 +21,13 @@ MODES: dict[str, dict[str, object] | None] = {"off": None, "on": {"time_limit": 
 
 def main() -> None:
     options = arguments(__doc__).parse_args()
-    rounds = Rounds(MODES, options.rounds)
+    rounds = Rounds(MODES, options.rounds, "time_limit")
     with BenchRedis() as url:
         for number, mode in rounds:
             rate, us = drain_rate(ROOT, url, options.jobs, MODES[mode])
             rounds.add("no-op drain, jobs/s", mode, rate)
             rounds.add("worker CPU us per job", mode, us)
-            print(
-                f"round {number} time_limit {mode:>3}: no-op drain {rate:,.0f}/s, "
-                f"worker CPU {us:.1f} us/job",
-                flush=True,
-            )
+            rounds.say(number, mode, f"no-op drain {rate:,.0f}/s, worker CPU {us:.1f} us/job")
     rounds.summary({"no-op drain, jobs/s": ",.0f"})
 
 
