@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 from . import registry, unique
 from .job_options import _payload_options, check_options
 from .lifecycle import JobRef
-from .limits import Limiter, job_limiters
+from .limits import ADMISSION_FIELD, Limiter, admission, job_limiters
 
 if TYPE_CHECKING:
     from .batch import Signature
@@ -116,6 +116,10 @@ class JobHandle:
             "class": self.definition.job_name,
             "args": list(args),
         }
+        if self.definition.job_limits:
+            parking = admission(self.definition.job_limits)
+            if parking:
+                item[ADMISSION_FIELD] = parking
         return item  # a falsy retention stays: it wins over a default (`Client.normalize`)
 
     def s(self, *args: Any, **options: Any) -> Signature:

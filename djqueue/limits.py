@@ -19,12 +19,15 @@ A job whose declared limiters refuse it does not run and does not wait in its th
 not counted as a retry: refused by a concurrency limiter, it is parked, out of its queue,
 until a slot of that limiter is given back, and then goes to the front of its queue; refused
 by a window or a bucket, it is put back in the schedule set for the moment the limiter opens
-(`OverLimit.retry_after`). The processor takes the next job meanwhile. A limiter entered in
-code raises `djqueue.errors.OverLimit` when it is full; in a worker that parks or puts back
-the job the same way (what ran before the ``with`` runs again then: enter limiters first). A
-concurrency slot is a lease renewed by the heartbeat of the worker holding it: a killed
-worker's slots come back within `lease_seconds` (three heartbeat intervals, the time after
-which a silent worker counts as dead), and its parked jobs one janitor sweep (a beat) later.
+(`OverLimit.retry_after`). A job pushed while its concurrency limiters have no room (slots
+held, or promised to jobs of theirs already queued) is parked at the push instead of queued:
+its payload names them (`ADMISSION_FIELD`). The processor takes the next job meanwhile. A
+limiter entered in code raises `djqueue.errors.OverLimit` when it is full; in a worker that
+parks or puts back the job the same way (what ran before the ``with`` runs again then: enter
+limiters first). A concurrency slot is a lease renewed by the heartbeat of the worker holding
+it: a killed worker's slots come back within `lease_seconds` (three heartbeat intervals, the
+time after which a silent worker counts as dead), and its parked jobs one janitor sweep (a
+beat) later.
 """
 
 from __future__ import annotations
@@ -149,6 +152,17 @@ def job_limiters(name: str, concurrency: Any, limits: Any) -> tuple[Limiter, ...
     if len(set(names)) != len(names):
         raise ValueError(f"a job names a limiter twice: {', '.join(sorted(names))}")
     return tuple(found)
+
+
+#: The payload field naming a job's concurrency limiters, ``[[name, limit], ...]``: the push
+#: parks the job instead of queueing it while one of them has no room (``lua/admission.lua``).
+ADMISSION_FIELD = "concurrent_limits"
+
+
+def admission(limiters: Sequence[Limiter]) -> list[list[Any]]:
+    """What a job with these limiters carries in `ADMISSION_FIELD` ([] without a concurrency
+    limiter: the push then queues it unchecked, as a Ruby client's job)."""
+    return [[limiter.name, limiter.limit] for limiter in limiters if limiter.kind == "concurrent"]
 
 
 # -- entering and leaving, and the leases held by this process ------------------------------

@@ -70,8 +70,11 @@ def test_a_refused_job_is_parked_and_a_slot_given_back_sends_it_to_the_front(sto
     limits.leave([stripe], "holder", store)
     assert r.lrange("queue:default", 0, -1) == [_job(3), first]  # the oldest, taken next
     assert r.lrange(PARKED_LIST, 0, -1) == [second]
-    limits.enter([stripe], "1", store, lease=30)
-    limits.leave([stripe], "1", store)
+    assert r.zrange("djqueue:admitted:stripe", 0, -1) == [json.loads(first)["jid"]]
+    taken = r.rpop("queue:default")  # the worker takes it under its jid: no longer on its way
+    limits.enter([stripe], json.loads(taken)["jid"], store, lease=30, job=_taken(r, taken))
+    assert r.zcard("djqueue:admitted:stripe") == 0
+    limits.leave([stripe], json.loads(taken)["jid"], store)
     assert r.lrange(PARKED_LIST, 0, -1) == []
     assert r.smembers("djqueue:parked") == set()  # nothing parked: the sweep skips it
 
@@ -114,9 +117,9 @@ def test_the_sweep_unparks_when_a_dead_holders_lease_runs_out(store, r):
     limits.enter([limits.concurrent("stripe", 2)], "alive", store, lease=30)
     for n in range(3):
         _refused(store, r, _job(n), str(n), limit=2)
-    assert store.unpark() == 0  # full: nothing moves
+    assert store.unpark(30) == 0  # full: nothing moves
     r.zadd("djqueue:limit:stripe", {"dead": 1.0})  # killed: its lease ran out
-    assert store.unpark() == 1
+    assert store.unpark(30) == 1
     assert r.lrange("queue:default", 0, -1) == [_job(0)]
     assert r.llen(PARKED_LIST) == 2
 
@@ -129,8 +132,8 @@ def test_the_sweep_sends_back_the_jobs_of_a_limiter_no_longer_defined(store, r):
     (figures,) = store.figures()
     assert (figures.name, figures.parked) == ("stripe", 3)
     assert "no definition" in figures.problem
-    assert store.unpark(most=2) == 2
-    assert store.unpark(most=2) == 1
+    assert store.unpark(30, most=2) == 2
+    assert store.unpark(30, most=2) == 1
     assert r.llen("queue:default") == 3
     assert r.smembers("djqueue:parked") == set()
     assert store.figures() == []
@@ -220,7 +223,7 @@ def test_an_index_of_the_wrong_type_is_named_and_the_figures_still_answer(store,
     (figures,) = store.figures()
     assert (figures.name, figures.used, figures.parked) == ("stripe", 1, 1)
     assert "bad key djqueue:parked: it holds a string, not a set" in caplog.text
-    assert store.unpark() == 0  # the sweep cannot find it; a slot given back still can
+    assert store.unpark(30) == 0  # the sweep cannot find it; a slot given back still can
     assert store.leave([("stripe", 1)], "holder") == 1
 
 

@@ -11,6 +11,7 @@ import pytest
 import djqueue
 import djqueue.api
 import djqueue.signals
+from djqueue.client import get_client
 from tests import limited_jobs as jobs
 from tests.worker_support import beats, wait_for
 
@@ -26,7 +27,10 @@ def _jids(jobs_as_stored: list[str]) -> list[str]:
     return [json.loads(job)["jid"] for job in jobs_as_stored]
 
 
-def test_a_refused_job_is_parked_not_in_a_thread_and_runs_once_the_slot_is_back(worker, r):
+def test_a_blocked_job_is_parked_not_in_a_thread_and_runs_once_the_slot_is_back(worker, r):
+    """The second job is parked at its push (its payload names its limiter); the third, pushed
+    as a Ruby client would (no such field), reaches the queue and is refused once at the
+    fetch, then parked behind it."""
     worker(concurrency=2, poll_interval=0.2)
     first = _push(jobs.hold, 1)
     wait_for(lambda: r.lrange("holding", 0, -1) == ["1"], what="first hold running")
@@ -34,20 +38,22 @@ def test_a_refused_job_is_parked_not_in_a_thread_and_runs_once_the_slot_is_back(
     lease = r.zscore(slot, first)
     wait_for(lambda: r.zscore(slot, first) > lease, what="its lease renewed by the heartbeat")
     second = jobs.hold.set(retention=60).perform_later(2)
+    assert _jids(r.lrange(PARKED, 0, -1)) == [second]  # at the push: never in the queue
+    third = get_client().push({"class": "lim.hold", "args": [3]})
     for n in range(20):
         _push(jobs.free, n)
     # Two processor threads: one holds the slot, the other runs all the free jobs, so the
     # refused job is not keeping it.
     wait_for(lambda: r.llen("free_done") == 20, what="free jobs behind the refused one")
-    parked = wait_for(lambda: r.lrange(PARKED, 0, -1), what="refused job parked")
-    assert [json.loads(job)["jid"] for job in parked] == [second]
+    parked = wait_for(lambda: r.lrange(PARKED, 0, -1)[:-1], what="refused job parked")
+    assert _jids(r.lrange(PARKED, 0, -1)) == [third, second]
     assert "retry_count" not in json.loads(parked[0])  # not a failure
     assert r.zcard("schedule") == 0 and r.zcard("retry") == 0
     assert second.status().state == "pending"  # tracked: waiting for its turn, not "active"
     assert r.lrange("holding", 0, -1) == ["1"]
-    assert r.hget("djqueue:limiter_hits", "job:lim.hold") == "1"  # refused once, not per pass
+    assert r.hget("djqueue:limiter_hits", "job:lim.hold") == "1"  # the third, once
     r.set("release", 1)
-    wait_for(lambda: r.lrange("holding", 0, -1) == ["1", "2"], what="second hold after the first")
+    wait_for(lambda: r.lrange("holding", 0, -1) == ["1", "2", "3"], what="the others in turn")
     wait_for(lambda: r.zcard("djqueue:limit:job:lim.hold") == 0, what="slot given back")
     assert r.llen(PARKED) == 0 and r.smembers("djqueue:parked") == set()
     assert r.hget("djqueue:limiter_hits", "job:lim.hold") == "1"
@@ -92,7 +98,9 @@ def test_a_concurrency_cap_holds_across_two_processes_and_the_free_jobs_finish(s
     # Every parked job ran in the end, once.
     assert sorted(int(n) for n in r.lrange("capped_done", 0, -1)) == list(range(40))
     assert r.llen("djqueue:parked:job:lim.capped") == 0
-    assert int(r.hget("djqueue:limiter_hits", "job:lim.capped")) >= 1  # some were parked
+    # Parked at the push and sent back one per slot given back: none reached a worker
+    # without a slot for it.
+    assert r.hget("djqueue:limiter_hits", "job:lim.capped") is None
     assert r.zcard("retry") == 0 and r.zcard("dead") == 0 and r.zcard("schedule") == 0
 
 
@@ -144,6 +152,35 @@ def test_a_killed_holders_slot_comes_back_and_the_jobs_parked_for_it_run(
     wait_for(lambda: r.zcard("djqueue:limit:t.kill") == 0, what="slot given back at the end")
     assert r.llen("djqueue:parked:t.kill") == 0
     assert r.zcard("retry") == 0 and r.zcard("dead") == 0
+
+
+@pytest.mark.slow
+def test_jobs_parked_at_the_push_run_after_the_holders_worker_is_killed(
+    spawn, redis_url, r, monkeypatch
+):
+    """The holder of a declared slot is killed with its job (its working list deleted: only
+    the lease frees the slot), while two jobs wait parked at their push. Nobody gives the
+    slot back: the other worker's sweep sends the oldest back once the lease runs out (three
+    beats of 0.5 s), and the last follows when that one gives the slot back."""
+    monkeypatch.setenv("DJQ_TEST_FAST_BEATS", "1")
+    env = ("-r", "tests.limited_jobs", "-c", "3")
+    holder = spawn(redis_url, *env)
+    identity = holder.identity(r)
+    _push(jobs.hold, 1)
+    wait_for(lambda: r.lrange("holding", 0, -1) == ["1"], what="slot held")
+    second, third = _push(jobs.hold, 2), _push(jobs.hold, 3)
+    assert _jids(r.lrange(PARKED, 0, -1)) == [third, second]  # parked at the push
+    holder.send(signal.SIGKILL)
+    holder.wait()
+    r.delete(f"djqueue:working:{identity}:default")
+    r.set("release", 1)
+    other = spawn(redis_url, *env)
+    other.identity(r)
+    wait_for(lambda: r.llen("holding") == 3, timeout=30, what="both parked jobs", log=other.log)
+    assert r.lrange("holding", 0, -1) == ["1", "2", "3"]  # the oldest parked job first
+    assert r.hget("djqueue:limiter_hits", "job:lim.hold") is None  # none refused at the fetch
+    wait_for(lambda: r.zcard("djqueue:limit:job:lim.hold") == 0, what="slot given back")
+    assert r.llen(PARKED) == 0 and r.zcard("djqueue:admitted:job:lim.hold") == 0
 
 
 def test_a_job_parked_for_a_paused_queue_waits_in_it_until_the_resume(worker, r):

@@ -167,6 +167,12 @@ class Keys:
         at the right; see "Limits" in docs/design.md)."""
         return f"{self.own_prefix}parked:{name}"
 
+    def admitted(self, name: str) -> str:
+        """The jobs sent to their queues for a concurrency limiter's slots and not started yet
+        (sorted set jid -> when; see "Limits" in docs/design.md): a push counts them with the
+        slots held, so a burst does not fill the queue with jobs the limiter would refuse."""
+        return f"{self.own_prefix}admitted:{name}"
+
     def queue(self, name: str) -> str:
         return f"{self.prefix}queue:{name}"
 

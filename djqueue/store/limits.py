@@ -12,8 +12,10 @@ runs out, since only a live process's heartbeat renews it (``lua/limit_renew.lua
 A job a concurrency limiter refuses is parked (``Keys.parked_jobs``, ``lua/parking.lua``) in
 the refusing step, and sent to the front of its queue when a slot is given back
 (``lua/limit_leave.lua``) or, failing that, by the janitor's sweep while slots are free
-(``lua/limit_unpark.lua``). One a window or a bucket refuses is put back in the schedule set
-for the moment the limiter opens."""
+(``lua/limit_unpark.lua``). A job whose payload names its concurrency limiters is parked at
+the push already when they have no room (``lua/admission.lua``, `djqueue.limits.admission`).
+One a window or a bucket refuses is put back in the schedule set for the moment the limiter
+opens."""
 
 from __future__ import annotations
 
@@ -104,7 +106,7 @@ class LimitStore:
         for kind, name, limit, per in specs:
             definition = json.dumps({"kind": kind, "limit": limit, "per": per})
             args += [kind, name, limit, per, definition]
-            keys += [self.keys.limiter(name), self.keys.parked_jobs(name)]
+            keys += [self.keys.limiter(name), self.keys.parked_jobs(name), self.keys.admitted(name)]
         reply = LIMIT_ENTER(self.redis, keys, args)
         if not reply[0]:
             return None
@@ -118,15 +120,17 @@ class LimitStore:
         keys = [self.keys.parked, self.keys.paused]
         args: list[Any] = [holder, self.keys.queue(""), self.default_queue]
         for name, limit in slots:
-            keys += [self.keys.limiter(name), self.keys.parked_jobs(name)]
+            keys += [self.keys.limiter(name), self.keys.parked_jobs(name), self.keys.admitted(name)]
             args += [name, limit]
         reply = LIMIT_LEAVE(self.redis, keys, args)
         bad_keys.report(bad_keys.pairs(reply[1]))
         return int(reply[0])
 
-    def unpark(self, most: int = UNPARK_MOST) -> int:
+    def unpark(self, admitted_for: float, most: int = UNPARK_MOST) -> int:
         """The sweep: send parked jobs to their queues while their limiters have free slots
-        (at most ``most`` per limiter); returns how many were sent."""
+        (at most ``most`` per limiter); returns how many were sent. A job admitted to its
+        queue (`Keys.admitted`) holds room for ``admitted_for`` seconds at most: one deleted
+        from its queue must not keep parked jobs waiting for ever."""
         keys = [self.keys.parked, self.keys.limiters, self.keys.paused]
         args = [
             self.keys.limiter(""),
@@ -134,6 +138,8 @@ class LimitStore:
             self.keys.queue(""),
             self.default_queue,
             most,
+            self.keys.admitted(""),
+            admitted_for,
         ]
         reply = LIMIT_UNPARK(self.redis, keys, args)
         bad_keys.report(bad_keys.pairs(reply[1]))

@@ -35,6 +35,7 @@ from collections.abc import Callable
 import redis
 import redis.exceptions
 
+from ..limits import lease_seconds
 from ..store import Keys, ProcessStore, requeue_process, upgrade, working_index
 from ..store.batches import BatchStore
 from ..store.limits import LimitStore
@@ -166,7 +167,9 @@ class Janitor:
     def unpark(self) -> int:
         """Send parked jobs back to their queues while their limiters have free slots;
         returns how many went."""
-        moved = self.limits.unpark()
+        # A job admitted to its queue holds a slot's room for a lease at most (the heartbeat
+        # interval is `lock_seconds`): the bound a parked job already waits after a holder dies.
+        moved = self.limits.unpark(lease_seconds(self.lock_seconds))
         if moved:
             logger.info("sent %d parked job(s) back to their queues: slots are free", moved)
         return moved

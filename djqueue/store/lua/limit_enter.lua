@@ -4,7 +4,9 @@
 -- times a limiter refused), KEYS[3] = the schedule set, KEYS[4] = the working list holding
 -- the job (KEYS[3] again when there is no job to put back), KEYS[5] = the set of limiters
 -- with parked jobs, KEYS[6] = the turns hash (name -> when the last job a window or a bucket
--- refused is due again), then two per limiter: its key and its parked list.
+-- refused is due again), then three per limiter: its key, its parked list and its admitted
+-- set (admission.lua; the job given leaves every admitted set first: it takes its slot now
+-- or is refused it, either way it is no longer on its way).
 -- ARGV[1] = the lease of a concurrency slot (seconds), ARGV[2] = the holder (a jid, or a jid
 -- and a token for a limiter entered in code), ARGV[3] = seconds the two hashes live after
 -- the last use, ARGV[4] = the job as stored in its working list ('' for none), ARGV[5] =
@@ -45,11 +47,21 @@ local life = tonumber(ARGV[3])
 local job = ARGV[4]
 local fallback = tonumber(ARGV[5])
 local status_prefix = ARGV[6]
-local count = (#KEYS - FIRST) / 2
+local count = (#KEYS - FIRST) / 3
 local buckets = {}
 
+if job ~= '' then
+  for i = 1, count do
+    local admitted = KEYS[FIRST + 3 * i]
+    if ARGV[6 + (i - 1) * 5 + 1] == 'concurrent'
+        and key_is(admitted, 'zset', 'skipped: its jobs are counted until the sweep') then
+      redis.call('ZREM', admitted, holder)
+    end
+  end
+end
+
 for i = 1, count do
-  local key = KEYS[FIRST + 2 * i - 1]
+  local key = KEYS[FIRST + 3 * i - 2]
   local base = 6 + (i - 1) * 5
   local kind, name = ARGV[base + 1], ARGV[base + 2]
   local limit, per = tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4])
@@ -86,7 +98,7 @@ for i = 1, count do
     redis.call('EXPIRE', KEYS[2], life)
     local parked = 0
     if job ~= '' and kind == 'concurrent' then
-      parked = park(KEYS[4], KEYS[FIRST + 2 * i], KEYS[5], name, job, status_prefix)
+      parked = park(KEYS[4], KEYS[FIRST + 3 * i - 1], KEYS[5], name, job, status_prefix)
       if parked < 0 then
         wait = fallback
       end
@@ -114,7 +126,7 @@ for i = 1, count do
 end
 
 for i = 1, count do
-  local key = KEYS[FIRST + 2 * i - 1]
+  local key = KEYS[FIRST + 3 * i - 2]
   local base = 6 + (i - 1) * 5
   local kind, per = ARGV[base + 1], tonumber(ARGV[base + 4])
   if kind == 'concurrent' then

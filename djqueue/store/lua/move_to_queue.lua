@@ -5,6 +5,8 @@
 -- KEYS[1] = the sorted set, KEYS[2] = the queues set, KEYS[2 + n] = the queue of entry n.
 -- ARGV = for each entry n: the member as stored, the queue's name, the job JSON to push.
 -- Then the status key prefix (a tracked job's status becomes 'pending').
+-- A job naming its concurrency limiters goes to the parked list of one without room instead
+-- of its queue (admission.lua); it counts as moved.
 -- Returns {how many entries were moved, how many stayed because their queue key is not a list,
 -- the bad keys met (bad_keys.lua)}. A queues key that is not a set is not written (the jobs
 -- still move: a SADD failing after the ZREM would lose the job).
@@ -19,7 +21,9 @@ local function is_list(key)
 end
 
 --!include status
+--!include admission
 local status_prefix = table.remove(ARGV)
+local own = string.sub(status_prefix, 1, -8)
 local moved, stuck = 0, 0
 local listing = key_is(KEYS[2], 'set', 'skipped: queues are not listed there')
 for n = 1, #ARGV / 3 do
@@ -34,7 +38,9 @@ for n = 1, #ARGV / 3 do
     if listing then
       redis.call('SADD', KEYS[2], queue)
     end
-    redis.call('LPUSH', KEYS[2 + n], job)
+    if admit(job, own) then
+      redis.call('LPUSH', KEYS[2 + n], job)
+    end
     local tracked = status_job(job)
     if tracked then
       status_rerun(status_prefix, tracked)

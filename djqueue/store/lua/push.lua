@@ -13,6 +13,9 @@
 -- LPUSH and ZADD take the values in slices because unpack() is limited to a few thousand values.
 -- Unique jobs (unique.lua) take their locks after the checks, before anything is written: a
 -- job whose lock another job holds is left out (its status untouched), and the reply names it.
+-- A job naming its concurrency limiters goes to the parked list of one without room instead
+-- of its queue (admission.lua): it counts as written, and its status is 'pending' as in a
+-- queue.
 -- Batches (batch.lua) are created, and the jobs written counted in theirs, in the same step;
 -- a job or a definition naming a batch that is gone, cancelled or has succeeded makes the
 -- call write nothing (an error reply that says which).
@@ -23,6 +26,7 @@ local SLICE = 4000
 --!include status
 --!include unique
 --!include batch
+--!include admission
 local status_prefix = table.remove(ARGV)
 local has_bids = table.remove(ARGV) == '1'
 local batch_defs = {}
@@ -101,13 +105,27 @@ for _, def in ipairs(creating) do
   batch_create(status_prefix, def)
 end
 
--- ARGV[first..last] without the positions left out, sent with COMMAND to KEY in slices.
+-- Admission (admission.lua), in each queue's order: `parked` holds the positions of the jobs
+-- parked instead of queued, nil if none.
+local parked
+local own = string.sub(status_prefix, 1, -8)
+for i = first_json, first_scheduled - 1 do
+  if not (out and out[i]) and not admit(ARGV[i], own) then
+    parked = parked or {}
+    parked[i] = true
+  end
+end
+
+-- ARGV[first..last] without the positions left out or parked, sent with COMMAND to KEY in
+-- slices.
 local function write(command, key, first, last)
   local values, from, to = ARGV, first, last
-  if out then
+  if out or parked then
     values = {}
     for i = first, last do
-      if not out[i] then values[#values + 1] = ARGV[i] end
+      if not (out and out[i]) and not (parked and parked[i]) then
+        values[#values + 1] = ARGV[i]
+      end
     end
     from, to = 1, #values
   end

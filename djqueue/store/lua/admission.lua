@@ -1,0 +1,89 @@
+-- Parking at the push (included by push.lua, push_one.lua and move_to_queue.lua; see "Limits"
+-- in docs/design.md): a job whose payload names its concurrency limiters
+-- ("concurrent_limits": [[name, limit], ...], written by djqueue's client) goes to its queue
+-- only while each of them has room, counting the slots held and the jobs admitted to their
+-- queues and not started yet; else it joins the parked list of the first without room, as a
+-- job refused at the fetch does (parking.lua), and never reaches its queue before a slot is
+-- free. A job without the field (a Ruby client's, one whose job declares no such limiter)
+-- goes to its queue as ever. The admission count is a hint for the fetch: limit_enter.lua
+-- still refuses and parks a job that finds its limiter full, so admitting too many costs a
+-- refusal, and an entry whose job is gone (deleted from its queue) only holds room until the
+-- janitor's sweep drops it (limit_unpark.lua).
+
+--!include parking
+
+local admission_now
+
+-- The job's jid and its concurrency limiters as its payload names them ({{name, limit}, ...}),
+-- or nil: the field is looked for as text first, so other jobs cost one string.find.
+local function admission_limits(json)
+  if not string.find(json, '"concurrent_limits":', 1, true) then
+    return nil
+  end
+  local ok, decoded = pcall(cjson.decode, json)
+  if not ok or type(decoded) ~= 'table' or type(decoded['jid']) ~= 'string'
+      or type(decoded['concurrent_limits']) ~= 'table' then
+    return nil
+  end
+  local found = {}
+  for _, pair in ipairs(decoded['concurrent_limits']) do
+    if type(pair) == 'table' and type(pair[1]) == 'string' and pair[1] ~= ''
+        and tonumber(pair[2]) then
+      found[#found + 1] = {pair[1], tonumber(pair[2])}
+    end
+  end
+  if #found == 0 then
+    return nil
+  end
+  return decoded['jid'], found
+end
+
+-- Note limiter NAME's definition in LIMITERS (name -> JSON) unless one is there: a job parked
+-- before any worker entered the limiter must not look, to the janitor's sweep, like one of a
+-- limiter no longer defined (whose parked jobs all go back). The hash lives a week from its
+-- last entry (djqueue.store.keys.LIMITERS_TTL, as limit_enter.lua keeps it).
+local function define(limiters, name, limit)
+  if key_is(limiters, 'hash', 'skipped: the sweep reads it as undefined')
+      and redis.call('HSETNX', limiters, name,
+        cjson.encode({kind = 'concurrent', limit = limit, per = 0})) == 1
+      and redis.call('TTL', limiters) < 0 then
+    redis.call('EXPIRE', limiters, ADMITTED_LIFE)
+  end
+end
+
+-- Admit JSON (a job about to be written to a queue) or park it. OWN is the namespace's own
+-- prefix (status_prefix without 'status:'). Returns true when the job is to be written to
+-- its queue (entered in each limiter's admitted set), false when it was parked here. A
+-- limiter whose keys hold other types admits (noted): the fetch still checks it.
+local function admit(json, own)
+  local jid, found = admission_limits(json)
+  if not jid then
+    return true
+  end
+  if not admission_now then
+    local t = redis.call('TIME')
+    admission_now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  end
+  local entering = {}
+  for _, pair in ipairs(found) do
+    local name, limit = pair[1], pair[2]
+    local key, parked = own .. 'limit:' .. name, own .. 'parked:' .. name
+    local admitted = own .. 'admitted:' .. name
+    if key_is(key, 'zset', 'skipped: jobs go to their queues unchecked')
+        and key_is(parked, 'list', 'skipped: jobs go to their queues unchecked')
+        and key_is(admitted, 'zset', 'skipped: jobs go to their queues unchecked') then
+      -- Parked jobs first: a slot given back goes to the oldest of them.
+      if redis.call('LLEN', parked) > 0 or room(key, admitted, limit, admission_now) <= 0 then
+        park_job(parked, own .. 'parked', name, json)
+        define(own .. 'limiters', name, limit)
+        return false
+      end
+      entering[#entering + 1] = admitted
+    end
+  end
+  for _, admitted in ipairs(entering) do
+    redis.call('ZADD', admitted, admission_now, jid)
+    redis.call('EXPIRE', admitted, ADMITTED_LIFE)
+  end
+  return true
+end
