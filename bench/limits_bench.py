@@ -9,13 +9,16 @@ in turns, in one run, against one private redis-server.
 
 "alone" (off): ``--jobs`` unlimited jobs (each one INCR) in ``default``. "shared" (on): the
 same, with ``--blocked`` jobs of ``@job(concurrency=1)`` spread evenly among them, whose one
-slot the bench holds for the whole run, so every one of them is refused: parked until a slot
-is given back (`djqueue.limits`), which never happens here. With ``--before REV``, a third
-mode, "before": the shared drain run by REV's worker (its tree exported with ``git archive``
+slot the bench holds for the whole run, so none of them can run: parked at its push (pushed
+through the push script with its limiter in its payload, as djqueue's client does) until a
+slot is given back (`djqueue.limits`), which never happens here. With ``--before REV``, a third
+mode, "before": the shared drain run by REV's worker, its jobs LPUSHed as they are (REV's
+client parks nothing at the push; a job without the limiter in its payload is queued by this
+tree too) (its tree exported with ``git archive``
 into a temporary folder, its djqueue first on the path), to measure a change to what a
 refusal costs against the revision before it in the same command. All use ``djqueue worker
--c 10``. The goal: shared/alone near 1 (a blocked job costs one refusal, not a waiting thread
-nor a refusal per pass).
+-c 10``. The goal: shared/alone near 1 (a blocked job costs no refusal, not a waiting thread nor a
+refusal per pass).
 
 A queue filled before the drain is the kindest case for a refused job put back on a timer: it
 comes round again only after every job pushed before its return. ``--feed N`` keeps the queue
@@ -34,9 +37,12 @@ from pathlib import Path
 import redis
 
 from bench.compare_revisions import ROOT, _cpu_seconds, bench_job, start_worker
+from bench.limit_jobs import limited
 from bench.on_off import Rounds, arguments
 from bench.redis_server import BenchRedis
+from djqueue.limits import ADMISSION_FIELD, admission
 from djqueue.store import Keys
+from djqueue.store.jobs import JobStore
 from djqueue.store.limits import LimitStore
 
 #: "off": the unlimited jobs alone; "on": with the blocked jobs among them; "before": the
@@ -45,30 +51,39 @@ MODES = ("off", "on")
 
 
 def free_rate(
-    url: str, jobs: int, blocked: int, tree: Path = ROOT, feed: int = 0
-) -> tuple[float, float, int]:
+    url: str, jobs: int, blocked: int, tree: Path = ROOT, feed: int = 0, parking: bool = True
+) -> tuple[float, float, int, int]:
     """Unlimited jobs per second, from the first job's start until the last unlimited one
     ends; the worker's CPU per unlimited job (microseconds, start-up included: a figure a
-    loaded machine blurs less than wall time); and how many times the limiter refused a job
-    meanwhile. ``tree``: whose worker runs the jobs; ``feed``: push that many at a time
-    while the queue holds fewer (0: all before the worker starts)."""
+    loaded machine blurs less than wall time); how many times the limiter refused a job
+    meanwhile; and how many jobs were parked at their push. ``tree``: whose worker runs the
+    jobs; ``feed``: push that many at a time while the queue holds fewer (0: all before the
+    worker starts); ``parking``: push through this tree's push script with the blocked jobs'
+    limiter in their payload (`djqueue.limits.ADMISSION_FIELD`), as its client does, else
+    LPUSH them as they are (an older revision's client, which parks nothing at the push)."""
     r = redis.Redis.from_url(url)
     r.flushall()
     LimitStore(r, Keys()).enter([("concurrent", "job:bench.limited", 1, 0.0)], "bench", 3600)
     now = time.time()
     every = jobs // blocked if blocked else 0
+    field = {ADMISSION_FIELD: admission(limited.job_limits)} if parking else {}
     entries = [bench_job("bench.mark", ["bench:start"], 0, now)]
     for i in range(jobs):
         if every and i % every == 0 and i // every < blocked:
-            entries.append(bench_job("bench.limited", [i], jobs + 1 + i, now))
+            entries.append(bench_job("bench.limited", [i], jobs + 1 + i, now, field))
         entries.append(bench_job("bench.free", [jobs], i + 1, now))
-    slice_ = feed or 1000
-    pushed = len(entries) if not feed else slice_
-    pipe = r.pipeline(transaction=False)
-    pipe.sadd("queues", "default")
-    for start in range(0, pushed, slice_):
-        pipe.lpush("queue:default", *entries[start : start + slice_])
-    pipe.execute()
+    store = JobStore(r, Keys())
+
+    def push(some: list[str]) -> None:
+        for start in range(0, len(some), 1000):
+            if parking:
+                store.push({"default": some[start : start + 1000]}, [])
+            else:
+                r.sadd("queues", "default")
+                r.lpush("queue:default", *some[start : start + 1000])
+
+    pushed = len(entries) if not feed else feed
+    push(entries[:pushed])
     worker = start_worker(tree, url, ("-r", "bench.limit_jobs"))
     try:
         deadline = time.monotonic() + 300
@@ -76,17 +91,18 @@ def free_rate(
             if time.monotonic() > deadline or worker.poll() is not None:
                 raise SystemExit("the worker did not finish the unlimited jobs")
             if pushed < len(entries) and r.llen("queue:default") < feed:
-                r.lpush("queue:default", *entries[pushed : pushed + feed])
+                push(entries[pushed : pushed + feed])
                 pushed += feed
             time.sleep(0.005)
         started, finished = float(r.get("bench:start") or 0), float(r.get("bench:end") or 0)
         refused = int(r.hget("djqueue:limiter_hits", "job:bench.limited") or 0)
+        parked = r.llen("djqueue:parked:job:bench.limited") - refused
         cpu = _cpu_seconds(worker.pid)
     finally:
         worker.terminate()
         worker.wait(30)
         r.close()
-    return jobs / (finished - started), cpu / jobs * 1e6, refused
+    return jobs / (finished - started), cpu / jobs * 1e6, refused, parked
 
 
 def exported(revision: str, into: Path) -> Path:
@@ -116,14 +132,16 @@ def main() -> None:
         with BenchRedis() as url:
             for number, mode in rounds:
                 blocked = options.blocked if mode != "off" else 0
-                rate, us, refused = free_rate(url, options.jobs, blocked, trees[mode], options.feed)
+                rate, us, refused, parked = free_rate(
+                    url, options.jobs, blocked, trees[mode], options.feed, mode != "before"
+                )
                 rounds.add("unlimited jobs/s", mode, rate)
                 rounds.add("worker CPU us/unlimited job", mode, us)
                 rounds.say(
                     number,
                     mode,
                     f"{rate:,.0f} unlimited jobs/s, worker CPU {us:.0f} us per unlimited job, "
-                    f"{refused:,} refusals",
+                    f"{refused:,} refusals, {parked:,} parked at the push",
                 )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
