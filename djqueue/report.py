@@ -40,16 +40,17 @@ def stats(settings: Settings | None = None, outbox: OutboxStats | None = None) -
 
 
 def queues(settings: Settings | None = None) -> str:
-    """Every queue of `Queue.summary` with its size and latency, one per line, then
-    ``paused`` for a paused queue and what is wrong with a queue whose key is not a list."""
+    """Every queue of `Queue.summary` with its size, its parked jobs (out of the queue, waiting
+    for a limiter's slot) and latency, one per line, then ``paused`` for a paused queue and
+    what is wrong with a queue whose key is not a list."""
     found = Queue.summary(settings=settings)
     if not found:
         return "no queues"
     width = max(5, *(len(name) for name, *_ in found))
-    lines = [f"{'queue':<{width}}  {'size':>8}  {'latency':>10}"]
-    for name, size, latency, problem, paused in found:
+    lines = [f"{'queue':<{width}}  {'size':>8}  {'parked':>8}  {'latency':>10}"]
+    for name, size, latency, problem, paused, parked in found:
         note = "  ".join(filter(None, ("paused" if paused else "", problem)))
-        lines.append(f"{name:<{width}}  {size:>8}  {latency:>9.1f}s  {note}".rstrip())
+        lines.append(f"{name:<{width}}  {size:>8}  {parked:>8}  {latency:>9.1f}s  {note}".rstrip())
     return "\n".join(lines)
 
 

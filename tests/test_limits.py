@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -9,6 +10,7 @@ import redis
 
 import djqueue
 from djqueue import limits
+from djqueue.api import Queue
 from djqueue.client import get_client
 from djqueue.store.limits import LimitStore
 
@@ -170,6 +172,13 @@ def check_limits_page(page: str) -> None:
     assert "broken" in page and "unreadable definition" in page
 
 
+def check_queue_pages(queues: str, default: str) -> None:
+    """What the Queues page and the default queue's page show of `fill_limiters`'s parked
+    job, whichever mount serves them: beside the size, linked to the Limits page."""
+    assert _cells(queues, "default")[1:3] == ["0", "1"]  # size, parked
+    assert re.search(r'href="[^"]*/limits/?"[^>]*>1 job parked, waiting for a limiter', default)
+
+
 def test_the_limits_command_prints_each_limiter(redis_url, r, capsys):
     from djqueue.worker import cli
 
@@ -181,3 +190,31 @@ def test_the_limits_command_prints_each_limiter(redis_url, r, capsys):
     assert lines[2].split() == ["mailgun", "window", "1", "per", "60s", "1", "1"]
     assert lines[3].split() == ["stripe", "concurrent", "3", "at", "once", "3", "1", "1"]
     assert lines[4].startswith("bad limiter broken: unreadable definition")
+    assert cli.main(["queues", "--redis-url", redis_url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["queue", "size", "parked", "latency"]
+    assert lines[1].split() == ["default", "0", "1", "0.0s"]  # listed for its parked job
+
+
+def test_a_queues_parked_jobs_are_counted_beside_its_size(redis_url, r):
+    store = LimitStore(r, get_client().keys)
+    stripe = limits.concurrent("stripe", 1)
+    limits.enter([stripe], "holder", store, lease=60)
+    working = "djqueue:working:host:1:abc:mail"
+    for n, queue in enumerate(["mail", "mail", None, "mail"]):
+        job = {"class": "T", "args": [n], "jid": f"{n:024x}", **({"queue": queue} if queue else {})}
+        r.lpush(working, json.dumps(job))
+        with pytest.raises(djqueue.OverLimit):
+            limits.enter([stripe], job["jid"], store, 60, (working, r.lindex(working, 0)))
+    r.lpush("djqueue:parked:other", '{"class": "T", "args": [], "queue": "mail"}')
+    r.sadd("djqueue:parked", "other", "gone")
+    r.lpush("queue:mail", '{"class": "T", "args": []}')
+    r.sadd("queues", "mail")
+    assert store.parked_by_queue() == {"mail": 4, "default": 1}
+    assert [(q.name, q.size, q.parked) for q in Queue.summary()] == [
+        ("default", 0, 1),
+        ("mail", 1, 4),
+    ]
+    assert Queue("mail").parked == 4 and Queue("empty").parked == 0
+    with limits._lock:
+        del limits._held[("stripe", "holder")]

@@ -112,7 +112,7 @@ def test_cli_stats_and_queues(redis_url, r):
     assert stats["enqueued"] == "3"
     assert stats["scheduled"] == "1"
     rows = cli("queues").splitlines()
-    assert rows[0].split() == ["queue", "size", "latency"]
+    assert rows[0].split() == ["queue", "size", "parked", "latency"]
     assert rows[1].split()[:2] == ["mailers", "3"]
 
 

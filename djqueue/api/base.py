@@ -17,6 +17,7 @@ from .. import config, connection
 from ..config import Settings
 from ..errors import BadKey
 from ..store import JobStore, Keys, ProcessStore, bad_keys
+from ..store.limits import LimitStore
 
 T = TypeVar("T")
 #: Keys a read found bad: (key, what is wrong with it), as `djqueue.store.bad_keys` words it.
@@ -38,6 +39,8 @@ class ApiObject:
             self.redis, self.keys, self.settings.dead_max_jobs, self.settings.dead_timeout
         )
         self.process_store = ProcessStore(self.redis, self.keys)
+        #: The limiters (`djqueue.limits`): their figures, the jobs parked for their slots.
+        self.limits = LimitStore(self.redis, self.keys, self.settings.default_queue)
 
     #: The key this object reads and the Redis type it must hold (a queue's list, a job
     #: set's zset), so a WRONGTYPE reply becomes `BadKey` naming it; empty for none.

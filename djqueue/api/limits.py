@@ -5,7 +5,7 @@ from __future__ import annotations
 import redis
 
 from ..config import Settings
-from ..store.limits import LimiterFigures, LimitStore
+from ..store.limits import LimiterFigures
 from .base import ApiObject
 
 
@@ -19,4 +19,4 @@ def limiters(
     """Every limiter entered in the last week, by name: its kind, limit, use now and how
     often it refused a job. Redis unreachable raises `djqueue.RedisUnavailable`."""
     reader = _Reader(settings, redis_client)
-    return reader._call(LimitStore(reader.redis, reader.keys).figures)
+    return reader._call(reader.limits.figures)

@@ -36,6 +36,8 @@ class QueueSummary(NamedTuple):
     problem: str
     #: No worker takes jobs from it (`Queue.pause`).
     paused: bool = False
+    #: Jobs of this queue parked for a limiter's slots (`Queue.parked`), not in its size.
+    parked: int = 0
 
 
 class Queue(ApiObject):
@@ -74,18 +76,20 @@ class Queue(ApiObject):
     def summary(
         cls, settings: Settings | None = None, redis_client: redis.Redis | None = None
     ) -> list[QueueSummary]:
-        """Every queue with its size, latency, problem and whether it is paused, by name, read
-        in two round trips (the names and the paused set, then every queue's length and oldest
-        job pipelined), for a page listing many queues. A paused queue is listed even when it
-        has never had a job, so it can be resumed where it shows. ``problem`` is empty, or says
-        what is wrong with a queue whose key is not a list (`djqueue.errors.BadKey`'s message;
-        the queue counts as empty). A paused set of another type pauses nothing, for the
-        workers as here (logged once by name)."""
+        """Every queue with its size, latency, problem, whether it is paused and its parked
+        jobs, by name, read in three round trips (the names and the paused set, then every
+        queue's length and oldest job pipelined, then the parked jobs counted by queue), for a
+        page listing many queues. A queue that only has parked jobs is listed too, and so is
+        a paused queue that has never had a job, so it can be resumed where it shows.
+        ``problem`` is empty, or says what is wrong with a queue whose key is not a list
+        (`djqueue.errors.BadKey`'s message; the queue counts as empty). A paused set of
+        another type pauses nothing, for the workers as here (logged once by name)."""
         probe = ApiObject.of_key("queues", "set", settings, redis_client)
         queue_names, paused = probe._call(
             lambda: listing.queue_names_and_paused(probe.redis, probe.keys)
         )
-        names = sorted(set(queue_names) | paused)
+        parked = probe._call(probe.limits.parked_by_queue)
+        names = sorted(set(queue_names) | paused | set(parked))
         if not names:
             return []
         figures, more = probe._call(lambda: listing.queue_figures(probe.redis, probe.keys, names))
@@ -96,7 +100,9 @@ class Queue(ApiObject):
             enqueued = JobRecord(oldest).enqueued_at if oldest is not None else None
             latency = max(0.0, now - enqueued) if enqueued else 0.0
             problem = bad.get(probe.keys.queue(name), "")
-            found.append(QueueSummary(name, size, latency, problem, name in paused))
+            found.append(
+                QueueSummary(name, size, latency, problem, name in paused, parked.get(name, 0))
+            )
         return found
 
     @property
@@ -105,6 +111,12 @@ class Queue(ApiObject):
 
     def __len__(self) -> int:
         return self.size
+
+    @property
+    def parked(self) -> int:
+        """Jobs of this queue parked for a concurrency limiter's slots (`djqueue.limits`): out
+        of the queue, so not in its size, until a slot is free."""
+        return self._call(lambda: self.limits.parked_by_queue(self.name).get(self.name, 0))
 
     @property
     def latency(self) -> float:

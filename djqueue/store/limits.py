@@ -29,7 +29,7 @@ import redis
 from . import bad_keys
 from .keys import LIMITERS_TTL, Keys
 from .replies import integer, number, text, text_hash
-from .scripts import LIMIT_ENTER, LIMIT_LEAVE, LIMIT_RENEW, LIMIT_UNPARK, PUT_BACK
+from .scripts import LIMIT_ENTER, LIMIT_LEAVE, LIMIT_RENEW, LIMIT_UNPARK, PARKED_COUNT, PUT_BACK
 
 #: What `LimitStore.enter` is given for each limiter: kind, name, limit, per (seconds).
 Spec = tuple[str, str, int, float]
@@ -144,6 +144,14 @@ class LimitStore:
         reply = LIMIT_UNPARK(self.redis, keys, args)
         bad_keys.report(bad_keys.pairs(reply[1]))
         return int(reply[0])
+
+    def parked_by_queue(self, queue: str = "") -> dict[str, int]:
+        """How many jobs are parked for limiters' slots, by the queue each goes back to (only
+        ``queue``'s when given), in one round trip; a queue with none is left out."""
+        args = [self.keys.parked_jobs(""), self.default_queue, queue]
+        found, bad = PARKED_COUNT(self.redis, [self.keys.parked], args)
+        bad_keys.report(bad_keys.pairs(bad))
+        return {text(name): int(count) for name, count in zip(found[::2], found[1::2], strict=True)}
 
     def renew(self, held: Sequence[tuple[str, str]], lease: float) -> int:
         """Push the leases of these (limiter name, holder) slots ``lease`` seconds ahead."""

@@ -105,6 +105,8 @@ class JobList:
     queue_name: str = ""
     #: On a queue's page: no worker takes jobs from it (`djqueue.api.Queue.pause`).
     paused: bool = False
+    #: On a queue's page: its jobs parked for a limiter's slots (`djqueue.api.Queue.parked`).
+    parked: int = 0
     #: Query strings of the other pages, for the paginator (None marks elided pages).
     page_links: list[tuple[int | None, str]] = field(default_factory=list)
     #: Query strings turning the sidebar's counts on or off, and dropping every filter.
@@ -175,6 +177,7 @@ def job_list(
         show_args=show_args,
         queue_name=queue,
         paused=isinstance(where, Queue) and where.paused,
+        parked=where.parked if isinstance(where, Queue) else 0,
         page_links=links,
         facets_url=params.url(facets=not params.facets, page=params.page),
         clear_url=ListQuery(facets=params.facets).url(),

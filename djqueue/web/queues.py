@@ -1,5 +1,6 @@
-"""The queues page: every queue with its size, latency and whether it is paused (clearing one
-is `forms.clear_queue`, pausing and resuming one `forms.pause_queue`)."""
+"""The queues page: every queue with its size, its jobs parked for a limiter's slots, latency
+and whether it is paused (clearing one is `forms.clear_queue`, pausing and resuming one
+`forms.pause_queue`)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,16 @@ class QueueRow:
     problem: str = ""
     #: Workers take no job from it (`djqueue.api.Queue.pause`).
     paused: bool = False
+    #: Jobs of the queue parked for a limiter's slots: out of it, not in its size.
+    parked: int = 0
 
     @property
     def size_text(self) -> str:
         return display.number(self.size)
+
+    @property
+    def parked_text(self) -> str:
+        return display.number(self.parked)
 
     @property
     def latency_text(self) -> str:
@@ -30,5 +37,5 @@ class QueueRow:
 
 
 def queues_page(settings: Settings | None = None) -> list[QueueRow]:
-    """Every queue in the ``queues`` set, by name, read in two round trips."""
+    """Every queue in the ``queues`` set (or with parked jobs), by name (`Queue.summary`)."""
     return [QueueRow(*found) for found in Queue.summary(settings=settings)]

@@ -32,7 +32,7 @@ from tests.page_support import (
     send_welcome,
 )
 from tests.test_api_process import heartbeat
-from tests.test_limits import check_limits_page, fill_limiters
+from tests.test_limits import check_limits_page, check_queue_pages, fill_limiters
 from tests.worker_support import Running, wait_for
 
 pytestmark = pytest.mark.django_db
@@ -704,4 +704,8 @@ def test_limits_page_lists_every_limiter_with_its_use_and_hits(
 ) -> None:
     fill_limiters(r)
     check_limits_page(root_client.get(f"{ADMIN}/limits/").content.decode())
+    check_queue_pages(
+        root_client.get(f"{ADMIN}/queue/").content.decode(),
+        root_client.get(f"{ADMIN}/queue/default/").content.decode(),
+    )
     assert f'href="{ADMIN}/limits/"' in root_client.get("/admin/").content.decode()

@@ -33,7 +33,7 @@ from tests.page_support import (
 )
 from tests.test_api_process import heartbeat
 from tests.test_api_queue import RAILS_JOB
-from tests.test_limits import check_limits_page, fill_limiters
+from tests.test_limits import check_limits_page, check_queue_pages, fill_limiters
 from tests.worker_support import Running, wait_for
 
 
@@ -259,7 +259,7 @@ def test_flask_djqueue_queues_pauses_and_resumes(app: flask.Flask) -> None:
     paused = cli.invoke(args=["djqueue", "queues", "pause", "bulk"])
     assert paused.exit_code == 0 and "bulk: paused" in paused.output and Queue("bulk").paused
     listed = cli.invoke(args=["djqueue", "queues"])
-    assert re.search(r"^bulk +0 +0\.0s +paused$", listed.output, re.M), listed.output
+    assert re.search(r"^bulk +0 +0 +0\.0s +paused$", listed.output, re.M), listed.output
     resumed = cli.invoke(args=["djqueue", "queues", "resume", "bulk"])
     assert "bulk: resumed" in resumed.output and not Queue("bulk").paused
     missing = cli.invoke(args=["djqueue", "queues", "pause"])
@@ -457,6 +457,7 @@ def test_limits_page_lists_every_limiter_with_its_use_and_hits(
 ) -> None:
     fill_limiters(r)
     check_limits_page(client.get("/jobs/limits").text)
+    check_queue_pages(client.get("/jobs/queues").text, client.get("/jobs/queues/default").text)
     assert 'href="/jobs/limits"' in client.get("/jobs/").text
     access.permissions = set()
     assert client.get("/jobs/limits").status_code == 403
