@@ -4,7 +4,8 @@
 --
 -- KEYS[1] = the sorted set, KEYS[2] = the queues set, KEYS[2 + n] = the queue of entry n.
 -- ARGV = for each entry n: the member as stored, the queue's name, the job JSON to push.
--- Then the status key prefix (a tracked job's status becomes 'pending').
+-- Then the set's tally ('' for none; tally.lua), then the status key prefix (a tracked job's
+-- status becomes 'pending').
 -- Returns {how many entries were moved, how many stayed because their queue key is not a list,
 -- the bad keys met (bad_keys.lua)}. A queues key that is not a set is not written (the jobs
 -- still move: a SADD failing after the ZREM would lose the job).
@@ -19,7 +20,9 @@ local function is_list(key)
 end
 
 --!include status
+--!include tally
 local status_prefix = table.remove(ARGV)
+local counted = table.remove(ARGV)
 local moved, stuck = 0, 0
 local listing = key_is(KEYS[2], 'set', 'skipped: queues are not listed there')
 for n = 1, #ARGV / 3 do
@@ -31,6 +34,7 @@ for n = 1, #ARGV / 3 do
       stuck = stuck + 1
     end
   elseif redis.call('ZREM', KEYS[1], member) == 1 then
+    tally(counted, member, -1)
     if listing then
       redis.call('SADD', KEYS[2], queue)
     end
