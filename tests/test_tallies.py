@@ -237,3 +237,97 @@ def test_the_schedule_is_not_counted(redis_url, r) -> None:
 
     listing = ScheduledSet().page(0, 25, Filter(), facets=True)
     assert listing.names == {"S": 1} and not r.keys("*tally*")
+
+
+def build_step(r: redis.Redis, per_call: int) -> tuple[int, float | None]:
+    """One call of the reader: its state (2 while a build goes on) and the score reached."""
+    from djqueue.store.scripts import TALLY_READ
+
+    state, *_ = TALLY_READ(r, ["retry", KEYS.tally("retry")], [tallies.MAX_AGE, per_call])
+    bound = r.hget(KEYS.tally("retry"), ">")
+    return int(state), (None if bound is None else float(bound))
+
+
+def test_a_count_built_over_many_calls_stays_exact_while_jobs_move(redis_url, r) -> None:
+    store = JobStore(r, KEYS)
+    retry = RetrySet()
+    members = fill(r, "retry", copies=3)
+    r.zadd("retry", {retry_job(400 + n): 2000.0 for n in range(6)})  # one run of equal scores
+    base = r.zscore("retry", members[0])
+    state, bound = build_step(r, 20)  # the run of six, then 14 of the 39 filled
+    assert state == 2 and bound == base + 13
+    states = [state]
+    working = "working:test"
+
+    def retried(member: str, at: float) -> None:
+        r.lpush(working, member)
+        assert store.retry_later(working, member, member, at)
+
+    # Moves on both sides of the score the build has reached, between its calls.
+    retried(retry_job(500), bound - 1)  # passed: counted by the move
+    retried(retry_job(501), bound + 100)  # ahead: counted by the build
+    retried(retry_job(502), bound)  # at the score reached: counted by the move
+    below, above = members[0], members[-1]
+    assert store.delete_from_set("retry", [below, above]) == 2
+    retried(members[1], bound + 200)  # already counted, moved ahead: counted out
+    retried(members[-2], bound - 2)  # not yet counted, moved back: counted in
+    first = r.zrangebyscore("retry", "-inf", bound)[0]
+    assert store.move_to_queue("retry", [(first, "default", first)]).moved == 1
+    state, bound = build_step(r, 4)
+    states.append(state)
+    assert store.bury([(members[-3], members[-3])], time.time(), "retry", "zset") == 1
+    low = r.zrangebyscore("retry", "-inf", bound)[0]
+    assert StatusStore(r, KEYS).remove("retry", "zset", low)
+    while state == 2:
+        state, bound = build_step(r, 4)
+        states.append(state)
+    assert state == 1 and bound is None  # complete: the bound is gone
+    assert set(states) == {1, 2}  # never started again: the moves kept the build exact
+    assert_counts_agree(r, retry, expect_recount=False)
+
+
+def test_a_build_that_a_writer_not_counting_upset_starts_again(redis_url, r) -> None:
+    fill(r, "retry", copies=1)
+    state, bound = build_step(r, 4)
+    assert state == 2 and bound is not None
+    r.zrem("retry", r.zrangebyscore("retry", "-inf", bound)[0])  # redis-cli, behind the build
+    states = []
+    while state in (2, 3):
+        state, _ = build_step(r, 4)
+        states.append(state)
+    assert 3 in states and state == 1  # the end's total differed: counted again from the start
+    assert_counts_agree(r, RetrySet(), expect_recount=False)
+
+
+def test_the_reader_builds_in_calls_of_its_size(redis_url, r, monkeypatch) -> None:
+    monkeypatch.setattr(tallies, "BUILD_PER_CALL", 3)
+    fill(r, "retry", copies=2)
+    calls = []
+    real = tallies.TALLY_READ
+    monkeypatch.setattr(tallies, "TALLY_READ", lambda *a: calls.append(1) or real(*a))
+    assert_counts_agree(r, RetrySet(), expect_recount=True)
+    assert len(calls) >= 2 * len(SHAPES) // 3
+
+
+def test_a_set_that_keeps_changing_under_the_build_is_walked(redis_url, r, monkeypatch) -> None:
+    monkeypatch.setattr(tallies, "BUILD_PER_CALL", 4)
+    fill(r, "retry", copies=1)
+    real = tallies.TALLY_READ
+    added = []
+
+    def and_a_ruby_retry(client, keys, args):  # a writer that does not count, every call
+        added.append(1)
+        r.zadd("retry", {retry_job(600 + len(added)): 1.0})
+        return real(client, keys, args)
+
+    monkeypatch.setattr(tallies, "TALLY_READ", and_a_ruby_retry)
+    keep = RetrySet()._destined(Filter())
+    assert tallies.read(r, "retry", KEYS.tally("retry")).tallies is None
+    counted = counted_page(r, "retry", KEYS.tally("retry"), 0, 25, True, keep, facets=True)
+    monkeypatch.setattr(tallies, "TALLY_READ", real)
+    walked = scan_page(r, "retry", "zset", 0, 25, True, keep, facets=True)
+    assert (counted.matches, counted.names, counted.queues) == (
+        walked.matches,
+        walked.names,
+        walked.queues,
+    )

@@ -153,10 +153,14 @@ def counted_page(
     """What `scan_page` finds for a job set whose entries are counted (``tally``,
     `Keys.tally`) and a ``keep`` without search text, without reading every entry: the size,
     the matches and the counts come from the set's tallies (`djqueue.store.tallies`); the rows
-    are one slice with no filter, else found by a walk that stops at the page's last row."""
+    are one slice with no filter, else found by a walk that stops at the page's last row.
+    When no count can be completed (writers that do not count kept changing the set while it
+    was counted), the page is `scan_page`'s."""
     if keep.text:
         raise ValueError("search text is found by scan_page: entries are not counted by text")
     counted = tallies.read(client, key, tally)
+    if counted.tallies is None:
+        return scan_page(client, key, "zset", offset, limit, desc, keep, facets)
     matches, names, queues = tallies.matching(
         counted.tallies, keep.job, keep.queue, keep.prefer_retry_queue, keep.default_queue
     )

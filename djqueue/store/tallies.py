@@ -10,12 +10,15 @@ Writers that do not count (a Ruby Sidekiq process, redis-cli) are why the reader
 the hash's total must equal ZCARD, and it is counted again whole when it does not, when a
 count is not a sound integer, or when the last whole count is older than `MAX_AGE` (a foreign
 writer that both added and removed entries since leaves the total right). So the counts are
-exact when only djqueue writes the set, and at most `MAX_AGE` old otherwise.
+exact when only djqueue writes the set, and at most `MAX_AGE` old otherwise. A count is built
+a few thousand entries per call, in score order, and the moves in between count only the
+entries the build has passed, so Redis is never busy for long and the build stays exact.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -26,8 +29,15 @@ from . import bad_keys
 from .replies import text
 from .scripts import TALLY_READ
 
+logger = logging.getLogger(__name__)
+
 #: Seconds after which the counts are taken again from every entry, whatever the checks say.
 MAX_AGE = 300
+#: Entries a call reads while the counts are built: a few milliseconds of Redis time.
+BUILD_PER_CALL = 5_000
+#: Builds one read may start again after a writer that does not count changed the set
+#: meanwhile, before it leaves the counts to the walk (`Counted.tallies` None).
+BUILD_TRIES = 2
 
 
 @dataclass(frozen=True)
@@ -53,23 +63,37 @@ class Counted:
     """A set's size and counts: what a counts page and a job or queue filter's total need."""
 
     size: int
-    tallies: list[Tally]
+    #: None when no count could be completed: writers that do not count kept changing the
+    #: set during `BUILD_TRIES` builds (the page walks the set instead).
+    tallies: list[Tally] | None
     #: Whether the read counted every entry again (the hash was missing or not trusted).
     recounted: bool
 
 
 def read(client: redis.Redis, key: str, tally: str) -> Counted:
     """The counts of the sorted set ``key`` kept in ``tally`` (`Keys.tally`), counted again
-    inside Redis first when they cannot be trusted (see the module's docstring)."""
-    recounted, size, flat, found = TALLY_READ(client, [key, tally], [MAX_AGE])
-    bad_keys.report(bad_keys.pairs(found), [tally])
+    inside Redis first when they cannot be trusted (see the module's docstring), in calls of
+    `BUILD_PER_CALL` entries."""
+    calls = tries = 0
+    while True:
+        state, size, flat, found = TALLY_READ(client, [key, tally], [MAX_AGE, BUILD_PER_CALL])
+        bad_keys.report(bad_keys.pairs(found), [tally])
+        calls += 1
+        state = int(state)
+        if state == 3:  # built again from the start: the set changed under the build
+            tries += 1
+            if tries >= BUILD_TRIES:
+                logger.info("counts of %s: the set kept changing while counted; walked", key)
+                return Counted(int(size), None, True)
+        elif state != 2:  # 2: a build goes on
+            break
     tallies = []
     for n in range(0, len(flat), 2):
         shown, job_class, retry_queue, queue = (
             value if isinstance(value, str) else None for value in json.loads(text(flat[n]))
         )
         tallies.append(Tally(shown, job_class, retry_queue, queue, int(flat[n + 1])))
-    return Counted(int(size), tallies, bool(int(recounted)))
+    return Counted(int(size), tallies, calls > 1 or state == 1)
 
 
 def matching(

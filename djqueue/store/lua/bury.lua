@@ -37,8 +37,7 @@ for i = 5, #ARGV, 2 do
   if kind == 'list' then
     removed = redis.call('LREM', KEYS[2], 1, ARGV[i])
   elseif kind == 'zset' then
-    removed = redis.call('ZREM', KEYS[2], ARGV[i])
-    if removed == 1 then tally(source_counted, ARGV[i], -1) end
+    removed = tally_removed(source_counted, KEYS[2], ARGV[i]) and 1 or 0
   end
   if removed == 1 then
     unique_release(status_prefix, ARGV[i + 1], 'end')
@@ -46,7 +45,7 @@ for i = 5, #ARGV, 2 do
     -- A job asked to stop while it ran (its retries used up, a poison job) stays out of
     -- `dead`: status_finished ends it cancelled with its error, as `cancel` answered.
     if not (job and status_stop_asked(status_prefix, job)) then
-      if redis.call('ZADD', KEYS[1], now, ARGV[i + 1]) == 1 then tally(counted, ARGV[i + 1], 1) end
+      tally_zadd(counted, KEYS[1], now, ARGV[i + 1])
       buried = buried + 1
     end
     if job then

@@ -29,8 +29,7 @@ local removed
 if kind == 'list' then
   removed = redis.call('LREM', KEYS[1], 1, member)
 else
-  removed = redis.call('ZREM', KEYS[1], member)
-  if removed == 1 then tally(counted, member, -1) end
+  removed = tally_removed(counted, KEYS[1], member) and 1 or 0
 end
 if removed == 0 then
   return 0

@@ -8,9 +8,8 @@ local status_prefix = table.remove(ARGV)
 local counted = table.remove(ARGV)
 local deleted = 0
 for i = 1, #ARGV do
-  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
+  if tally_removed(counted, KEYS[1], ARGV[i]) then
     deleted = deleted + 1
-    tally(counted, ARGV[i], -1)
     unique_release(status_prefix, ARGV[i], 'end')
   end
 end

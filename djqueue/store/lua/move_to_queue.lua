@@ -33,8 +33,7 @@ for n = 1, #ARGV / 3 do
     if redis.call('ZSCORE', KEYS[1], member) then
       stuck = stuck + 1
     end
-  elseif redis.call('ZREM', KEYS[1], member) == 1 then
-    tally(counted, member, -1)
+  elseif tally_removed(counted, KEYS[1], member) then
     if listing then
       redis.call('SADD', KEYS[2], queue)
     end

@@ -27,7 +27,7 @@ if job and status_stop_asked(status_prefix, job) then
   return {2, bad_keys}
 end
 if redis.call('LREM', KEYS[2], 1, ARGV[1]) == 1 then
-  if redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2]) == 1 then tally(counted, ARGV[2], 1) end
+  tally_zadd(counted, KEYS[1], ARGV[3], ARGV[2])
   if job then
     status_failed(status_prefix, job, 'retry', tonumber(ARGV[3]) - tonumber(redis.call('TIME')[1]),
       'retry_at', ARGV[3])
