@@ -302,6 +302,8 @@ def test_a_build_that_a_writer_not_counting_upset_starts_again(redis_url, r) -> 
 def test_the_reader_builds_in_calls_of_its_size(redis_url, r, monkeypatch) -> None:
     monkeypatch.setattr(tallies, "BUILD_PER_CALL", 3)
     fill(r, "retry", copies=2)
+    scores = [float("-inf"), float("-inf"), 5.0, 5.0, 5.0, 5.0, float("inf")]  # ends and a run
+    r.zadd("retry", {retry_job(700 + n): score for n, score in enumerate(scores)})
     calls = []
     real = tallies.TALLY_READ
     monkeypatch.setattr(tallies, "TALLY_READ", lambda *a: calls.append(1) or real(*a))

@@ -29,27 +29,43 @@ local function tally_kept(counts)
   return kind == 'hash'
 end
 
--- The score a count being built has reached ('>'), or false once it is complete.
+-- The score a count being built has reached ('>'; '' before its first entry: 'none'), or
+-- false once it is complete.
 local function tally_bound(counts)
   local bound = tally_bounds[counts]
   if bound == nil then
     bound = redis.call('HGET', counts, '>')
-    if bound == '-inf' then bound = -math.huge else bound = bound and tonumber(bound) or false end
-    tally_bounds[counts] = bound
+    if bound == '' then bound = 'none' elseif bound then bound = tonumber(bound) end
+    tally_bounds[counts] = bound or false
   end
-  return bound
+  return tally_bounds[counts]
 end
 
 -- Whether the count holds an entry at SCORE: every entry once complete, else those at or
 -- below the score the build has reached.
 local function tally_covers(counts, score)
   local bound = tally_bound(counts)
-  return not bound or tonumber(score) <= bound
+  if not bound then return true end
+  return bound ~= 'none' and tonumber(score) <= bound
 end
 
 local function tally_field(member)
   return cjson.encode({shown_name(member) or false, field(member, 'class') or false,
     field(member, 'retry_queue') or false, field(member, 'queue') or false})
+end
+
+-- What tally_field tells apart, cheaper to make for every entry of a build (no table, no
+-- JSON): each value with its length before it, '-' for one the entry lacks.
+local function tally_part(value)
+  if value then return #value .. ':' .. value end
+  return '-'
+end
+
+local function tally_kind(member)
+  local class = field(member, 'class')
+  local shown = field(member, 'display_class') or field(member, 'wrapped') or class
+  return tally_part(shown) .. tally_part(class) .. tally_part(field(member, 'retry_queue'))
+    .. tally_part(field(member, 'queue'))
 end
 
 local function tally_count(counts, member, delta)

@@ -39,8 +39,8 @@ end
 
 local function start()
   redis.call('DEL', kept)
-  redis.call('HSET', kept, '>', '-inf', '#', 0, '@', now)
-  return '-inf'
+  redis.call('HSET', kept, '>', '', '#', 0, '@', now)
+  return ''
 end
 
 -- Where the count stands: a complete one trusted ({0, ...}), else the score to build from.
@@ -72,9 +72,9 @@ end
 -- of its last score, so that the bound is a score and covers whole runs.
 local read, again = 0, false
 while read < budget do
-  local lower = bound == '-inf' and '-inf' or '(' .. bound
+  local lower = bound == '' and '-inf' or '(' .. bound
   local chunk = redis.call('ZRANGE', set, lower, '+inf', 'BYSCORE', 'LIMIT', 0,
-    math.min(1000, budget - read), 'WITHSCORES')
+    math.min(1000, budget - read))
   if #chunk == 0 then
     if tonumber(redis.call('HGET', kept, '#')) == size then
       redis.call('HDEL', kept, '>')
@@ -83,20 +83,24 @@ while read < budget do
     bound = start()  -- a writer that does not count changed the set meanwhile
     again = true
   else
-    local last = chunk[#chunk]
-    local counts, counted = {}, 0
+    -- Members only (scores cost a third of the read): the chunk's last score, and how many
+    -- of the chunk lie below it, are two lookups; the run at that score is read whole.
+    local last = redis.call('ZSCORE', set, chunk[#chunk])
+    local below = redis.call('ZCOUNT', set, lower, '(' .. last)
+    local counts, kinds, counted = {}, {}, 0
     local function add(member)
-      local name = tally_field(member)
-      counts[name] = (counts[name] or 0) + 1
+      local kind = tally_kind(member)
+      local count = counts[kind]
+      if not count then kinds[kind] = member end
+      counts[kind] = (count or 0) + 1
       counted = counted + 1
     end
-    local top = tonumber(last)
-    for i = 1, #chunk, 2 do
-      if tonumber(chunk[i + 1]) < top then add(chunk[i]) end
-    end
+    for i = 1, below do add(chunk[i]) end
     local run = redis.call('ZRANGE', set, last, last, 'BYSCORE')
     for i = 1, #run do add(run[i]) end
-    for name, count in pairs(counts) do redis.call('HINCRBY', kept, name, count) end
+    for kind, count in pairs(counts) do
+      redis.call('HINCRBY', kept, tally_field(kinds[kind]), count)
+    end
     redis.call('HINCRBY', kept, '#', counted)
     redis.call('HSET', kept, '>', last)
     bound = last
