@@ -17,9 +17,11 @@ Every case is timed at two layers:
 
 The cases, on each list: page 1 and page 500 (25 rows a page); a search (``?q=``) matching about
 10 % of the jobs, page 1 and its last page (page 500 when there is one; 10 % of 100,000 jobs is
-400 pages); a job-name filter (``?job=``) page 1; and the sidebar with counts (``?_facets=1``)
-page 1. A plain page is one MULTI (a slice and the size); a filtered page or one with counts is
-found inside Redis by ``scan.lua``, which reads the whole list to count the matches.
+400 pages); a job-name filter (``?job=``) page 1, its middle page and its last page; and the
+sidebar with counts (``?_facets=1``) page 1. A plain page is one MULTI (a slice and the size);
+a filtered page or one with counts is found inside Redis by ``scan.lua``, which reads the whole
+list to count the matches, except on the retry set without search text, whose counts are kept
+(``djqueue.store.tallies``): there a job filter's rows are walked from the nearer end.
 
 The queue's jobs are pushed through djqueue's own client: ``perform_later`` of eight registered
 jobs (``shop.jobs.*``, in unequal shares), in ``batched`` blocks of 1,000 (one round trip per
@@ -400,6 +402,16 @@ def cases_for(kind: str) -> list[Case]:
     found += [
         Case(kind, f"search, {label}", {"q": SEARCH, "p": str(deep)}),
         Case(kind, f"job={FILTER_JOB.rsplit('.', 1)[1]}, page 1", {"job": FILTER_JOB}),
+    ]
+    matches = found[-1].read().total
+    last = max(1, -(-matches // PER_PAGE))
+    found += [
+        Case(
+            kind,
+            f"job, page {(last + 1) // 2} (middle)",
+            {"job": FILTER_JOB, "p": str((last + 1) // 2)},
+        ),
+        Case(kind, f"job, page {last} (last)", {"job": FILTER_JOB, "p": str(last)}),
         Case(kind, "_facets=1 (counts), page 1", {"_facets": "1"}),
     ]
     return found

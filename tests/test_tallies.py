@@ -74,6 +74,9 @@ def fill(r: redis.Redis, key: str, copies: int = 3) -> list[str]:
     return members
 
 
+#: Pages of every filter: the first, one in the middle, and near the far end.
+PAGES = ((0, 25), (2, 3), (14, 4), (17, 5), (40, 5))
+
 FILTERS = [
     Filter(),
     Filter(job="Mailer"),
@@ -99,7 +102,7 @@ def assert_counts_agree(r: redis.Redis, where: SortedSet, expect_recount: bool |
         assert tallies.read(r, where.key, tally).recounted is expect_recount
     for keep in FILTERS:
         keep = where._destined(keep)
-        for offset, limit in ((0, 25), (2, 3), (40, 5)):
+        for offset, limit in PAGES:
             counted = counted_page(r, where.key, tally, offset, limit, True, keep, facets=True)
             walked = scan_page(r, where.key, "zset", offset, limit, True, keep, facets=True)
             got = (counted.size, counted.matches, counted.names, counted.queues, counted.rows)

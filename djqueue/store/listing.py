@@ -153,7 +153,9 @@ def counted_page(
     """What `scan_page` finds for a job set whose entries are counted (``tally``,
     `Keys.tally`) and a ``keep`` without search text, without reading every entry: the size,
     the matches and the counts come from the set's tallies (`djqueue.store.tallies`); the rows
-    are one slice with no filter, else found by a walk that stops at the page's last row.
+    are one slice with no filter, else found by a walk that stops at the page's last row, from
+    the end of the set nearer the page (the total is known, so the last page is as near as
+    the first).
     When no count can be completed (writers that do not count kept changing the set while it
     was counted), the page is `scan_page`'s."""
     if keep.text:
@@ -164,7 +166,12 @@ def counted_page(
     matches, names, queues = tallies.matching(
         counted.tallies, keep.job, keep.queue, keep.prefer_retry_queue, keep.default_queue
     )
-    if keep:
+    if keep and offset * 2 > matches:  # nearer the far end: walk from there
+        count = min(limit, matches - offset)
+        skip = matches - offset - count
+        found = scan_page(client, key, "zset", skip, count, not desc, keep, whole=False)
+        rows = found.rows[::-1] if count > 0 else []
+    elif keep:
         rows = scan_page(client, key, "zset", offset, limit, desc, keep, whole=False).rows
     else:
         rows = read_page(client, key, "zset", offset, limit, desc).rows
