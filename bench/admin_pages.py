@@ -17,9 +17,11 @@ Every case is timed at two layers:
 
 The cases, on each list: page 1 and page 500 (25 rows a page); a search (``?q=``) matching about
 10 % of the jobs, page 1 and its last page (page 500 when there is one; 10 % of 100,000 jobs is
-400 pages); a job-name filter (``?job=``) page 1; and the sidebar with counts (``?_facets=1``)
-page 1. A plain page is one MULTI (a slice and the size); a filtered page or one with counts is
-found inside Redis by ``scan.lua``, which reads the whole list to count the matches.
+400 pages); a job-name filter (``?job=``) page 1, its middle page and its last page; and the
+sidebar with counts (``?_facets=1``) page 1. A plain page is one MULTI (a slice and the size);
+a filtered page or one with counts is found inside Redis by ``scan.lua``, which reads the whole
+list to count the matches, except on the retry set without search text, whose counts are kept
+(``djqueue.store.tallies``): there a job filter's rows are walked from the nearer end.
 
 The queue's jobs are pushed through djqueue's own client: ``perform_later`` of eight registered
 jobs (``shop.jobs.*``, in unequal shares), in ``batched`` blocks of 1,000 (one round trip per
@@ -35,9 +37,14 @@ look like a shop's (an order id and a dict with a customer, a region and a few f
 Three baselines run in the same command, because this machine's load moves every figure: a
 bare redis-py ``ZCARD`` + ``ZRANGE retry 0 24 WITHSCORES`` in one MULTI (what a plain page of
 the retry set asks of Redis) and ``GET /admin/`` (the admin's index: a Django admin page that
-reads no Redis), each timed at the start and at the end of every round; and, once a round for
+reads no Redis), each timed at the start and at the end of every round; once a round for
 each list, scan.lua's reads alone (the whole list read into Lua as the script reads it, nothing
-done to the entries): what any search, filter or counts page costs before it looks at a job.
+done to the entries): what any search, filter or counts page costs before it looks at a job;
+and, once a round, ZSCAN MATCH over the whole retry set with the search as a glob (as written,
+and in any case as ``[aA][pP]...`` classes), called from Lua as a search would: what letting
+Redis's C glob make the first pass would cost (see docs/design.md, "Search and filters"); and
+the retry set's counts page with its kept counts dropped first: the page that counts every
+entry again (the first after a writer that does not count, or every five minutes).
 Each round runs every case once, in turn, so load from elsewhere hits them alike; the median
 of the rounds is printed, in milliseconds, with the time Redis spent in ``scan.lua`` for the
 page model (INFO commandstats) and the admin page's time as a multiple of the index's. The
@@ -46,7 +53,9 @@ target is under 200 ms a page; it is shown, not asserted. The Django side uses
 at the end.
 
 ``--before REV`` also reads every case that runs ``scan.lua`` (search, job filter, counts) with
-the script as it was at the git revision REV, in the same rounds, the two taking turns going
+the script as it was at the git revision REV and without the retry set's kept counts
+(``djqueue.store.tallies``: the counts page and the job filter's total read them instead of
+every entry; before REV they did not exist), in the same rounds, the two taking turns going
 first, and prints its page model and ``scan.lua`` times beside the current ones (and the
 ratio): a change to the script measured against what it replaces on the same data and the
 same load. The two are first checked to find the same page (matches, rows and every count in
@@ -66,6 +75,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from unittest.mock import patch
 from urllib.parse import urlencode
 
 import redis
@@ -125,6 +135,20 @@ end
 if start >= size then return -1 end
 return start
 """
+#: ZSCAN MATCH over a whole sorted set from Lua: the entries the glob keeps, counted.
+ZSCAN_MATCH = """
+local cursor, found = '0', 0
+repeat
+  local reply = redis.call('ZSCAN', KEYS[1], cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
+  cursor, found = reply[1], found + #reply[2] / 2
+until cursor == '0'
+return found
+"""
+
+
+def any_case_glob(text: str) -> str:
+    """``*text*`` matching the text's ASCII letters in any case (``[aA]``)."""
+    return "*" + "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in text) + "*"
 
 
 class PaymentDeclined(Exception):
@@ -351,13 +375,16 @@ def scan_source(rev: str) -> str:
 
 @contextmanager
 def scan_script(source: str) -> Iterator[None]:
-    """The page model runs this text as ``scan.lua`` while inside (loaded on first use)."""
+    """The page model runs this text as ``scan.lua`` while inside (loaded on first use), and
+    reads no kept counts (no set is counted: every page with a filter or counts walks)."""
+    from djqueue.store.keys import Keys
     from djqueue.store.scripts import SCAN
 
     saved = SCAN.source, SCAN.sha
     SCAN.source, SCAN.sha = source, hashlib.sha1(source.encode()).hexdigest()
     try:
-        yield
+        with patch.object(Keys, "tally", lambda self, key: ""):
+            yield
     finally:
         SCAN.source, SCAN.sha = saved
 
@@ -375,6 +402,16 @@ def cases_for(kind: str) -> list[Case]:
     found += [
         Case(kind, f"search, {label}", {"q": SEARCH, "p": str(deep)}),
         Case(kind, f"job={FILTER_JOB.rsplit('.', 1)[1]}, page 1", {"job": FILTER_JOB}),
+    ]
+    matches = found[-1].read().total
+    last = max(1, -(-matches // PER_PAGE))
+    found += [
+        Case(
+            kind,
+            f"job, page {(last + 1) // 2} (middle)",
+            {"job": FILTER_JOB, "p": str((last + 1) // 2)},
+        ),
+        Case(kind, f"job, page {last} (last)", {"job": FILTER_JOB, "p": str(last)}),
         Case(kind, "_facets=1 (counts), page 1", {"_facets": "1"}),
     ]
     return found
@@ -511,6 +548,16 @@ def main() -> None:
             pipe.execute()
 
         walk = bare.register_script(WALK)
+        zscan = bare.register_script(ZSCAN_MATCH)
+        globs = {"as written": f"*{SEARCH}*", "any case": any_case_glob(SEARCH)}
+        base_zscan: dict[str, list[float]] = {label: [] for label in globs}
+        base_build: list[float] = []
+        counts_case = next(c for c in cases if c.kind == "retries" and "_facets" in c.params)
+        tally_key = RetrySet().keys.tally(key)
+
+        def counted_again() -> None:
+            bare.delete(tally_key)
+            counts_case.read()
 
         def walk_all(key: str, kind: str) -> None:
             start = 0
@@ -538,6 +585,9 @@ def main() -> None:
             base_index.append(timed(lambda: admin.get("/admin/")))
             base_walk["retries"].append(timed(lambda: walk_all(key, "zset")))
             base_walk["queue"].append(timed(lambda: walk_all(f"queue:{QUEUE}", "list")))
+            for label, glob in globs.items():
+                base_zscan[label].append(timed(lambda glob=glob: zscan(keys=[key], args=[glob])))
+            base_build.append(timed(counted_again))
             for case in cases:
                 # With --before, the two scripts take turns going first, round by round.
                 reads = [read_now]
@@ -563,6 +613,15 @@ def main() -> None:
                 f"  scan.lua's reads alone, whole {kind:7s}          {median(times)}"
                 f"   ({spread(times)})"
             )
+        for label, times in base_zscan.items():
+            print(
+                f"  ZSCAN MATCH {SEARCH} ({label:10s}), whole retry {median(times)}"
+                f"   ({spread(times)})"
+            )
+        print(
+            f"  retry counts page, kept counts dropped (built)  {median(base_build)}"
+            f"   ({spread(base_build)})"
+        )
         print()
         index_ms = statistics.median(base_index)
         print(

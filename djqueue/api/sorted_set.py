@@ -21,7 +21,7 @@ from ..client import Client, Landing
 from ..config import Settings
 from ..payload import Payload, dumps, now
 from ..store import listing
-from ..store.listing import Filter, next_matches, read_page, scan_page
+from ..store.listing import Filter, counted_page, next_matches, read_page, scan_page
 from .base import ApiObject
 from .listing import Listing
 from .record import SortedEntry
@@ -91,15 +91,27 @@ class SortedSet(ApiObject):
     ) -> Listing[SortedEntry]:
         """One page in the order of `jobs`, with the set's size read in the same MULTI; with
         ``keep`` (a `Filter`) only the matching entries, found inside Redis (see
-        `djqueue.store.listing`), and with ``facets`` the matches per job name and queue."""
+        `djqueue.store.listing`), and with ``facets`` the matches per job name and queue. The
+        retry and dead sets' totals and counts by job and queue are kept as entries come and
+        go (`djqueue.store.tallies`): only search text reads every entry."""
         if offset < 0 or limit < 1:
             raise ValueError("offset must be >= 0 and limit >= 1")
         desc = self.newest_first if newest_first is None else newest_first
         if keep or facets:
             keep = self._destined(keep or Filter())
-            found = self._call(
-                lambda: scan_page(self.redis, self.key, "zset", offset, limit, desc, keep, facets)
-            )
+            tally = self.keys.tally(self.key)
+            if tally and not keep.text:
+                found = self._call(
+                    lambda: counted_page(
+                        self.redis, self.key, tally, offset, limit, desc, keep, facets
+                    )
+                )
+            else:
+                found = self._call(
+                    lambda: scan_page(
+                        self.redis, self.key, "zset", offset, limit, desc, keep, facets
+                    )
+                )
         else:
             found = self._call(lambda: read_page(self.redis, self.key, "zset", offset, limit, desc))
         entries = self._entries(found.rows)

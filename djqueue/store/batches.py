@@ -37,7 +37,7 @@ class BatchStore:
         for key, kind in jobs.places(""):
             for member, _position in jobs.candidates(key, bid, kind):
                 if _bid_of(member) == bid and CANCEL(
-                    self.redis, [key], [kind, member, self.keys.status_prefix]
+                    self.redis, [key], [kind, member, self.keys.tally(key), self.keys.status_prefix]
                 ):
                     removed += 1
         return removed

@@ -153,7 +153,7 @@ class JobStore:
         for member, queue, json in moves:
             keys.append(self.keys.queue(queue))
             args += (member, queue, json)
-        args.append(self.keys.status_prefix)
+        args += (self.keys.tally(source), self.keys.status_prefix)
         moved, stuck, found = MOVE_TO_QUEUE(self.redis, keys, args)
         bad_keys.report(bad_keys.pairs(found), [self.keys.queues])
         return Moved(int(moved), int(stuck))
@@ -190,7 +190,7 @@ class JobStore:
         when ``retry`` is not a sorted set (nothing done; logged once by name); `STOP_ASKED`
         when the job is tracked and a cancel was asked for (nothing done: checked here, in
         the same step, as the request can come at any moment; what follows is the caller's)."""
-        args = [stored, json, at, self.keys.status_prefix]
+        args = [stored, json, at, self.keys.tally(self.keys.retry), self.keys.status_prefix]
         done, found = RETRY_LATER(self.redis, [self.keys.retry, working], args)
         bad_keys.report(bad_keys.pairs(found), [self.keys.retry])
         done = int(done)
@@ -228,7 +228,8 @@ class JobStore:
         args: list[Any] = [kind, repr(now), repr(now - self.dead_timeout), self.dead_max_jobs]
         for stored, json in jobs:
             args += (stored, json)
-        args.append(self.keys.status_prefix)
+        counted = self.keys.tally(source) if kind == "zset" else ""
+        args += (self.keys.tally(self.keys.dead), counted, self.keys.status_prefix)
         keys = [self.keys.dead, source or self.keys.dead]
         buried, found = BURY(self.redis, keys, args)
         bad_keys.report(bad_keys.pairs(found), [self.keys.dead])
@@ -257,7 +258,8 @@ class JobStore:
         free their locks (`delete_from_set.lua`)."""
         if not members:
             return 0
-        return int(DELETE_FROM_SET(self.redis, [source], [*members, self.keys.status_prefix]))
+        args = [*members, self.keys.tally(source), self.keys.status_prefix]
+        return int(DELETE_FROM_SET(self.redis, [source], args))
 
     def clear_queue(self, queue: str) -> int:
         """Delete a queue and forget its name; returns how many jobs it held."""
@@ -272,6 +274,8 @@ class JobStore:
         pipe = self.redis.pipeline(transaction=True)
         pipe.zcard(source)
         pipe.unlink(source)
+        if counted := self.keys.tally(source):
+            pipe.unlink(counted)  # an empty set is counted again at the next read
         return int(pipe.execute()[0])
 
     # -- finding -----------------------------------------------------------------------------

@@ -124,6 +124,15 @@ class Keys:
         #: (`djqueue.batch`; trimmed by the janitor). lua/batch.lua makes the batch keys'
         #: names from `status_prefix`, as the unique locks'.
         self.batches = o + "batches"
+        #: Hashes: the retry and dead sets' counts per kind of entry (job name, class,
+        #: queues), kept by the scripts that add and remove entries (`djqueue.store.tallies`).
+        self._tallies = {self.retry: o + "tally:retry", self.dead: o + "tally:dead"}
+
+    def tally(self, key: str) -> str:
+        """The counts hash kept for the job set ``key`` (retry, dead), or ``""`` for a key
+        whose entries are not counted (the schedule, a queue, no key): what the scripts that
+        move entries are told (`lua/tally.lua`)."""
+        return self._tallies.get(key, "")
 
     def job_metrics(self, bucket: str) -> str:
         """Sidekiq 8's hash of per-class counts for one time bucket (``j|250214|8:43``)."""

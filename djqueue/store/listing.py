@@ -16,7 +16,7 @@ from typing import Any
 
 import redis
 
-from . import bad_keys
+from . import bad_keys, tallies
 from .keys import Keys
 from .paused import SKIPPED
 from .replies import integer, text, texts
@@ -95,9 +95,12 @@ def scan_page(
     desc: bool,
     keep: Filter,
     facets: bool = False,
+    whole: bool = True,
 ) -> Rows:
     """The ``offset``-th to ``offset + limit``-th entries that ``keep`` matches, the number of
-    matches, and with ``facets`` the matches per job name and queue (one pass over the key)."""
+    matches, and with ``facets`` the matches per job name and queue (one pass over the key).
+    Without ``whole`` the walk stops at the page's last row: the rows alone are wanted, and
+    ``matches`` counts only the matches walked."""
     rows: list[tuple[Any, Any]] = []
     names: Counter[str] = Counter()
     queues: Counter[str] = Counter()
@@ -119,7 +122,7 @@ def scan_page(
                 keep.job,
                 keep.queue,
                 "1" if facets else "0",
-                "0",
+                "0" if whole else "1",
                 "1" if keep.prefer_retry_queue else "0",
                 keep.default_queue,
             ],
@@ -132,7 +135,49 @@ def scan_page(
         for counter, pairs in ((names, reply[3]), (queues, reply[4])):
             for n in range(0, len(pairs), 2):
                 counter[text(pairs[n])] += int(pairs[n + 1])
+        if not whole and len(rows) >= limit:
+            break
     return Rows(total, rows[:limit], matches, names, queues)
+
+
+def counted_page(
+    client: redis.Redis,
+    key: str,
+    tally: str,
+    offset: int,
+    limit: int,
+    desc: bool,
+    keep: Filter,
+    facets: bool = False,
+) -> Rows:
+    """What `scan_page` finds for a job set whose entries are counted (``tally``,
+    `Keys.tally`) and a ``keep`` without search text, without reading every entry: the size,
+    the matches and the counts come from the set's tallies (`djqueue.store.tallies`); the rows
+    are one slice with no filter, else found by a walk that stops at the page's last row, from
+    the end of the set nearer the page (the total is known, so the last page is as near as
+    the first).
+    When no count can be completed (writers that do not count kept changing the set while it
+    was counted), the page is `scan_page`'s."""
+    if keep.text:
+        raise ValueError("search text is found by scan_page: entries are not counted by text")
+    counted = tallies.read(client, key, tally)
+    if counted.tallies is None:
+        return scan_page(client, key, "zset", offset, limit, desc, keep, facets)
+    matches, names, queues = tallies.matching(
+        counted.tallies, keep.job, keep.queue, keep.prefer_retry_queue, keep.default_queue
+    )
+    if keep and offset * 2 > matches:  # nearer the far end: walk from there
+        count = min(limit, matches - offset)
+        skip = matches - offset - count
+        found = scan_page(client, key, "zset", skip, count, not desc, keep, whole=False)
+        rows = found.rows[::-1] if count > 0 else []
+    elif keep:
+        rows = scan_page(client, key, "zset", offset, limit, desc, keep, whole=False).rows
+    else:
+        rows = read_page(client, key, "zset", offset, limit, desc).rows
+    if not facets:
+        names, queues = Counter(), Counter()
+    return Rows(counted.size, rows, matches, names, queues)
 
 
 def next_matches(

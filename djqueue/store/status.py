@@ -129,7 +129,8 @@ class StatusStore:
     def remove(self, source: str, kind: str, member: Member) -> bool:
         """Take a waiting job out of a queue (``kind="list"``) or the schedule or retry set
         (``"zset"``) as cancelled; False when it was not there any more."""
-        return bool(CANCEL(self.redis, [source], [kind, member, self.keys.status_prefix]))
+        args = [kind, member, self.keys.tally(source), self.keys.status_prefix]
+        return bool(CANCEL(self.redis, [source], args))
 
     def flag_cancel(self, jid: str, held: bool = False) -> bool:
         """Ask a running tracked job to stop; False when it is not running (state 'active').
@@ -137,7 +138,7 @@ class StatusStore:
         yet marked active): flag it too, it ends cancelled once it runs."""
         key = self.keys.status(jid)
         kind = "held" if held else "running"
-        return bool(CANCEL(self.redis, [key], [kind, jid, self.keys.status_prefix]))
+        return bool(CANCEL(self.redis, [key], [kind, jid, "", self.keys.status_prefix]))
 
     def cancel_requested(self, jids: Sequence[str]) -> set[str]:
         """Which of these running jobs were asked to stop: one round trip for all (a status

@@ -6,7 +6,8 @@
 -- or retry: ZREM), 'none' (the jobs are in no key yet).
 -- ARGV[2] = now, the score of death; ARGV[3] = the newest score the trim drops
 -- (now - dead_timeout); ARGV[4] = the most jobs the set keeps.
--- Then pairs (the member as stored in KEYS[2], the JSON to bury), then the status key prefix
+-- Then pairs (the member as stored in KEYS[2], the JSON to bury), then the dead set's tally
+-- and KEYS[2]'s ('' for none; tally.lua), then the status key prefix
 -- (a tracked job's status becomes 'dead', with its error, and keeps it for its retention).
 -- Returns {how many were buried, the bad keys met}. With no pairs, the call only trims the
 -- set. A dead key that is not a sorted set buries nothing: the jobs stay where they are (a
@@ -22,7 +23,10 @@
 --!include status
 --!include unique
 --!include batch
+--!include tally
 local status_prefix = table.remove(ARGV)
+local source_counted = table.remove(ARGV)
+local counted = table.remove(ARGV)
 local kind, now = ARGV[1], ARGV[2]
 local buried = 0
 if not key_is(KEYS[1], 'zset', 'skipped: jobs to bury stay where they are') then
@@ -33,7 +37,7 @@ for i = 5, #ARGV, 2 do
   if kind == 'list' then
     removed = redis.call('LREM', KEYS[2], 1, ARGV[i])
   elseif kind == 'zset' then
-    removed = redis.call('ZREM', KEYS[2], ARGV[i])
+    removed = tally_removed(source_counted, KEYS[2], ARGV[i]) and 1 or 0
   end
   if removed == 1 then
     unique_release(status_prefix, ARGV[i + 1], 'end')
@@ -41,7 +45,7 @@ for i = 5, #ARGV, 2 do
     -- A job asked to stop while it ran (its retries used up, a poison job) stays out of
     -- `dead`: status_finished ends it cancelled with its error, as `cancel` answered.
     if not (job and status_stop_asked(status_prefix, job)) then
-      redis.call('ZADD', KEYS[1], now, ARGV[i + 1])
+      tally_zadd(counted, KEYS[1], now, ARGV[i + 1])
       buried = buried + 1
     end
     if job then
@@ -51,7 +55,9 @@ for i = 5, #ARGV, 2 do
   end
 end
 if buried > 0 or #ARGV == 4 then
+  tally_range(counted, KEYS[1], '-inf', ARGV[3], 'BYSCORE')
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+  tally_range(counted, KEYS[1], 0, -(tonumber(ARGV[4]) + 1))
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[4]) + 1))
 end
 return {buried, bad_keys}

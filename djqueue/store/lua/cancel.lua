@@ -6,12 +6,15 @@
 --
 -- KEYS[1] = the queue or sorted set holding the job (any key for 'running').
 -- ARGV[1] = 'list', 'zset', 'running' or 'held'; ARGV[2] = the member as stored (the jid
--- for 'running' and 'held'); ARGV[3] = the status key prefix.
+-- for 'running' and 'held'); ARGV[3] = the sorted set's tally ('' for none; tally.lua);
+-- ARGV[4] = the status key prefix.
 -- A unique job removed from where it waits frees its lock (unique.lua).
 -- Returns 1 when done, 0 when the job was not there (any more) or not running.
 --!include status
 --!include unique
+--!include tally
 local status_prefix = table.remove(ARGV)
+local counted = table.remove(ARGV)
 local kind, member = ARGV[1], ARGV[2]
 if kind == 'running' or kind == 'held' then
   local key = status_prefix .. member
@@ -26,7 +29,7 @@ local removed
 if kind == 'list' then
   removed = redis.call('LREM', KEYS[1], 1, member)
 else
-  removed = redis.call('ZREM', KEYS[1], member)
+  removed = tally_removed(counted, KEYS[1], member) and 1 or 0
 end
 if removed == 0 then
   return 0

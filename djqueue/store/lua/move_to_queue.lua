@@ -4,7 +4,8 @@
 --
 -- KEYS[1] = the sorted set, KEYS[2] = the queues set, KEYS[2 + n] = the queue of entry n.
 -- ARGV = for each entry n: the member as stored, the queue's name, the job JSON to push.
--- Then the status key prefix (a tracked job's status becomes 'pending').
+-- Then the set's tally ('' for none; tally.lua), then the status key prefix (a tracked job's
+-- status becomes 'pending').
 -- A job naming its concurrency limiters goes to the parked list of one without room instead
 -- of its queue (admission.lua); it counts as moved.
 -- Returns {how many entries were moved, how many stayed because their queue key is not a list,
@@ -22,8 +23,10 @@ end
 
 --!include status
 --!include admission
+--!include tally
 local status_prefix = table.remove(ARGV)
 local own = string.sub(status_prefix, 1, -8)
+local counted = table.remove(ARGV)
 local moved, stuck = 0, 0
 local listing = key_is(KEYS[2], 'set', 'skipped: queues are not listed there')
 for n = 1, #ARGV / 3 do
@@ -34,7 +37,7 @@ for n = 1, #ARGV / 3 do
     if redis.call('ZSCORE', KEYS[1], member) then
       stuck = stuck + 1
     end
-  elseif redis.call('ZREM', KEYS[1], member) == 1 then
+  elseif tally_removed(counted, KEYS[1], member) then
     if listing then
       redis.call('SADD', KEYS[2], queue)
     end
