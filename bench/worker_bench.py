@@ -73,22 +73,27 @@ def peak_rss_kb(pid: int) -> int:
     return total
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> tuple[float, int]:
     """CPU time used so far by every thread of ``pid`` and of its children, from the
     schedulers' nanosecond counters (``/proc/PID/task/TID/schedstat``): the clock-tick
-    counters of ``/proc/PID/stat`` are too coarse for a run of a second or two."""
+    counters of ``/proc/PID/stat`` are too coarse for a run of a second or two. Also the
+    times those threads were put on a CPU (the same file's third field): each is a thread
+    switch, which a thread waking another for a job costs, and which the machine's load
+    hardly changes, unlike time."""
     pids = [pid]
     children = Path(f"/proc/{pid}/task/{pid}/children")
     if children.exists():
         pids += [int(p) for p in children.read_text().split()]
-    total = 0
+    total = runs = 0
     for p in pids:
         for task in Path(f"/proc/{p}/task").glob("*"):
             try:
-                total += int((task / "schedstat").read_text().split()[0])
+                fields = (task / "schedstat").read_text().split()
+                total += int(fields[0])
+                runs += int(fields[2])
             except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
                 pass
-    return total / 1e9
+    return total / 1e9, runs
 
 
 class System:
@@ -329,9 +334,10 @@ class Bare(System):
         return self.r.llen("queue:default") == 0
 
 
-def drain_rate(system: System, job: str, count: int) -> tuple[float, float]:
-    """Jobs per second from the first job's start until the pre-filled queue is empty, and
-    the worker's CPU time per job (microseconds) over the same span."""
+def drain_rate(system: System, job: str, count: int) -> tuple[float, float, float]:
+    """Jobs per second from the first job's start until the pre-filled queue is empty, the
+    worker's CPU time per job (microseconds) and its threads' runs on a CPU per job (thread
+    switches), over the same span."""
     system.r.flushall()
     system.push("mark", ["bench:start"])
     system.push_many(job, [[i] for i in range(count)])
@@ -340,13 +346,17 @@ def drain_rate(system: System, job: str, count: int) -> tuple[float, float]:
     pid = system.process.pid
     try:
         wait_until(lambda: system.r.exists("bench:start") == 1, timeout=60)
-        cpu_before = cpu_seconds(pid)
+        cpu_before, runs_before = cpu_seconds(pid)
         finished = wait_until(system.drained, timeout=600)
-        cpu_used = cpu_seconds(pid) - cpu_before
+        cpu_after, runs_after = cpu_seconds(pid)
         started = float(system.r.get("bench:start") or 0)
     finally:
         system.stop()
-    return count / (finished - started), cpu_used / count * 1e6
+    return (
+        count / (finished - started),
+        (cpu_after - cpu_before) / count * 1e6,
+        (runs_after - runs_before) / count,
+    )
 
 
 def pickup_latency(system: System, samples: int) -> list[float]:
@@ -411,13 +421,16 @@ def main() -> None:
             system = classes[key](server.url)
             res: dict[str, float] = {}
             print(f"-- {system.name}", flush=True)
-            res["noop_per_s"], res["noop_cpu_us"] = drain_rate(system, "noop", noop_n)
+            res["noop_per_s"], res["noop_cpu_us"], res["noop_runs"] = drain_rate(
+                system, "noop", noop_n
+            )
             print(
                 f"   no-op: {res['noop_per_s']:,.0f} jobs/s, "
-                f"{res['noop_cpu_us']:.1f} us CPU per job",
+                f"{res['noop_cpu_us']:.1f} us CPU and {res['noop_runs']:.2f} thread switches "
+                "per job",
                 flush=True,
             )
-            res["sleep_per_s"], _ = drain_rate(system, "sleep", sleep_n)
+            res["sleep_per_s"], _, _ = drain_rate(system, "sleep", sleep_n)
             print(f"   sleep 10 ms: {res['sleep_per_s']:,.0f} jobs/s", flush=True)
             if not options.drain_only:
                 lat = pickup_latency(system, samples)
@@ -450,6 +463,7 @@ def report(results: dict[str, dict[str, float]], noop_n: int, sleep_n: int) -> N
     metrics = [
         ("noop_per_s", f"no-op jobs/s ({noop_n:,})"),
         ("noop_cpu_us", "worker CPU us per no-op job"),
+        ("noop_runs", "worker thread switches per no-op job"),
         ("sleep_per_s", f"sleep-10ms jobs/s ({sleep_n:,}; ideal 1,000)"),
         ("pickup_p50_ms", "pickup p50 ms"),
         ("pickup_p99_ms", "pickup p99 ms"),

@@ -5,11 +5,15 @@ without running a finished job twice."""
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import djqueue
 from djqueue.store import Keys
-from djqueue.worker.fetch import Fetcher
+from djqueue.worker.buffer import JobBuffer
+from djqueue.worker.fetch import Fetcher, Unit
 from djqueue.worker.launcher import runtime_redis
 
 from . import jobs_for_worker as jobs
@@ -45,6 +49,43 @@ def test_a_slow_job_does_not_hold_up_a_job_fetched_with_it(worker, r):
     events = r.lrange("events", 0, -1)
     # The fast one runs while the slow one does, in whichever order the two threads start.
     assert events[-1] == "slow finished"
+
+
+class HeldFetcher(Fetcher):
+    """A fetcher whose calls wait for ``go``: processors pile up behind the one in flight."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.go = threading.Event()
+
+    def fetch(self, count: int, acks: Sequence[Unit] = (), back: Sequence[Unit] = ()) -> list[Unit]:
+        assert self.go.wait(10)
+        return super().fetch(count, acks, back)
+
+
+def test_every_processor_waiting_for_a_batch_gets_a_job_of_it(redis_url, r):
+    """A batch wakes one of the processors waiting for it, which wakes the next once it has
+    its job: all four get one of the four jobs, none is left asleep beside a buffered job."""
+    settings = djqueue.get_settings()
+    fetcher = HeldFetcher(runtime_redis(settings), Keys(), "host:1:abcdefabcdef", (("default", 0),))
+    jids = [jobs.record.perform_later("x", n) for n in range(4)]
+    buffer = JobBuffer(fetcher, 4)
+    taken: list[Unit | None] = []
+    threads = [
+        threading.Thread(target=lambda: taken.append(buffer.next()), daemon=True) for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.05)  # the first fetches (held); the next ones wait for its batch
+    fetcher.go.set()
+    for thread in threads:
+        thread.join(5)
+    assert sorted(json.loads(unit.raw)["jid"] for unit in taken if unit) == sorted(jids)
+    for unit in taken:
+        assert unit is not None
+        buffer.finished(unit, 0.0)
+    buffer.flush()
+    assert not r.keys("djqueue:working:*")
 
 
 def test_quiet_sends_buffered_jobs_back_while_long_jobs_run(worker, r):

@@ -70,14 +70,20 @@ class JobBuffer:
         dry, by the processor that takes one of the last jobs: it pays one round trip before
         its own job, and the others never queue up behind a fetch (if they did, they would
         start together, finish together and queue up again, round after round).
+        A batch wakes one of the processors waiting for it; each one woken wakes the next
+        once it has its job, while jobs are left (see `_fetch`).
         The caller must report the job's end with `finished` (or `give_back`).
         """
         with self._ready:
+            waited = False
             while self.alone or (not self.jobs and self.fetching):
                 self._ready.wait()
+                waited = True
             if self.jobs:
                 self.running += 1
                 unit = self.jobs.popleft()
+                if waited and self.jobs:
+                    self._ready.notify()  # the next waiting processor, for the rest
                 if self.fetching or len(self.jobs) >= self._spare() // 2:
                     return unit
                 count = self._batch_size() - len(self.jobs)
@@ -159,9 +165,12 @@ class JobBuffer:
             with self._ready:
                 self.fetching = False
                 self.jobs.extend(units)
-                # Those waiting for this batch, or, when it is empty, all of them: each
-                # then looks again or goes to wait in BLMOVE.
-                self._ready.notify(len(units) if units else self.concurrency)
+                # One of those waiting for this batch, who wakes the next while jobs are
+                # left (`next`): with short jobs the running processors take most of a batch
+                # before a woken one gets the GIL, so waking one per job mostly woke
+                # threads to find nothing, a futex call and thread switches each. When the
+                # batch is empty, all of them: each then looks again or goes to BLMOVE.
+                self._ready.notify(1 if units else self.concurrency)
 
     def _spare(self) -> int:
         """Jobs to hold beyond the free processors: only while none waits in BLMOVE (the
