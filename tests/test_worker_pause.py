@@ -145,7 +145,7 @@ def test_the_command_line_pauses_lists_and_resumes(
     assert "mail: paused; workers take no job from it within 5 s" in capsys.readouterr().out
     assert main(["queues", "--redis-url", redis_url]) == 0
     listed = capsys.readouterr().out
-    assert re.search(r"^mail +1 +\d+\.\ds +paused$", listed, re.M), listed
+    assert re.search(r"^mail +1 +0 +\d+\.\ds +paused$", listed, re.M), listed
     assert main(["stats", "--redis-url", redis_url]) == 0
     assert "paused     mail" in capsys.readouterr().out
     assert main(["queues", "resume", "mail", "--redis-url", redis_url]) == 0
