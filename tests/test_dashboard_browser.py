@@ -749,6 +749,12 @@ def test_limits_page_shows_each_limiter_its_use_and_refusals(
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
         shoot(page, mount, f"limits-{scheme}")
+    # The parked job counts beside its queue's size, and leads to the Limits page.
+    page.emulate_media(color_scheme="light")
+    go(page, mount.url("queues"))
+    parked = page.locator('#result_list tr[data-name="default"] td a[href*="limits"]')
+    expect(parked).to_have_text("1")
+    shoot(page, mount, "queues-parked")
 
 
 # -- batches ----------------------------------------------------------------------------------
