@@ -48,7 +48,8 @@ def queues(settings: Settings | None = None) -> str:
         return "no queues"
     width = max(5, *(len(name) for name, *_ in found))
     lines = [f"{'queue':<{width}}  {'size':>8}  {'parked':>8}  {'latency':>10}"]
-    for name, size, latency, problem, paused, parked in found:
+    for name, size, latency, problem, paused, count, floor in found:
+        parked = f"{count}+" if floor else str(count)
         note = "  ".join(filter(None, ("paused" if paused else "", problem)))
         lines.append(f"{name:<{width}}  {size:>8}  {parked:>8}  {latency:>9.1f}s  {note}".rstrip())
     return "\n".join(lines)

@@ -210,7 +210,7 @@ def test_a_queues_parked_jobs_are_counted_beside_its_size(redis_url, r):
     r.sadd("djqueue:parked", "other", "gone")
     r.lpush("queue:mail", '{"class": "T", "args": []}')
     r.sadd("queues", "mail")
-    assert store.parked_by_queue() == {"mail": 4, "default": 1}
+    assert store.parked_by_queue().counts == {"mail": 4, "default": 1}
     assert [(q.name, q.size, q.parked) for q in Queue.summary()] == [
         ("default", 0, 1),
         ("mail", 1, 4),

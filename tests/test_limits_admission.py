@@ -143,3 +143,77 @@ def test_a_slot_given_back_unparks_nothing_while_admitted_jobs_will_take_it(stor
     assert r.llen(PARKED) == 1
     limits.leave(capped.job_limits, "other", store)  # given back where the limit is 3
     assert r.llen(PARKED) == 1 and r.llen("queue:default") == 3
+
+
+# -- what a payload cannot do --------------------------------------------------------------
+
+
+def _raw(jid: str, limit: object) -> str:
+    text = json.dumps(
+        {
+            "class": "adm.raw",
+            "args": [jid],
+            "jid": jid,
+            "queue": "default",
+            "concurrent_limits": [["job:adm.raw", limit]],
+        }
+    )
+    return text.replace("Infinity", "1e999").replace("NaN", "1e999")
+
+
+@pytest.mark.parametrize("limit", [0, -1, 1.5, float("inf"), "many", None, 1e12])
+def test_a_payload_limit_that_is_no_number_of_slots_is_ignored_and_breaks_no_push(r, limit):
+    """``concurrent_limits`` is written by djqueue's client, but a payload is only JSON: a
+    limit of 0 would park every job of its limiter for good, inf fails the encoding of its
+    definition after the job was parked (the script failing half-way). Such a pair is left to
+    the fetch; the jobs beside it land as ever."""
+    jobs = JobStore(r, get_client().keys)
+    r.lpush("djqueue:parked:job:adm.raw", _raw("p" * 24, 2))  # one parked already
+    r.sadd("djqueue:parked", "job:adm.raw")
+    jobs.push({"default": [_raw("a" * 24, limit)]}, [])  # alone: push_one.lua
+    jobs.push({"default": [_raw("b" * 24, limit), json.dumps({"class": "X", "jid": "c" * 24})]}, [])
+    jobs.move_to_queue("retry", [])  # nothing to move: no error either
+    landed = [json.loads(job)["jid"] for job in r.lrange("queue:default", 0, -1)]
+    assert landed == ["c" * 24, "b" * 24, "a" * 24]
+    assert r.llen("djqueue:parked:job:adm.raw") == 1
+    assert r.hget("djqueue:limiters", "job:adm.raw") is None
+    assert not r.exists("djqueue:admitted:job:adm.raw")
+
+
+def test_a_payload_naming_a_window_limiter_leaves_its_grants_alone(r):
+    """A deploy turned limiter "api" into a window; jobs pushed before it still name it as a
+    concurrency limiter. Their admission must not read the window's grants as slots (and
+    drop them as run-out leases): the definition the workers wrote decides the kind."""
+    store = LimitStore(r, get_client().keys)
+    window = limits.window("api", 10, per=60)
+    for n in range(10):
+        limits.enter([window], f"g{n}", store)
+    grants = r.zcard("djqueue:limit:api")
+    assert grants == 10
+    JobStore(r, get_client().keys).push(
+        {"default": [_raw("d" * 24, 3).replace("job:adm.raw", "api")]}, []
+    )
+    assert r.zcard("djqueue:limit:api") == grants
+    assert r.llen("queue:default") == 1
+    assert not r.exists("djqueue:parked:api")
+
+
+def test_a_parked_list_too_long_to_read_for_a_page_shows_a_floor(r, monkeypatch):
+    """A burst parked at the push can hold millions of jobs: the Queues page, a queue's page
+    and ``djqueue queues`` read a bounded part of each parked list and say the count is a
+    floor ("5+"), where reading all would hold Redis for seconds at every view."""
+    from djqueue import report
+    from djqueue.api import Queue
+    from djqueue.store import limits as limit_store
+    from djqueue.web.queues import queues_page
+
+    capped.perform_bulk([[n] for n in range(3 + 8)])  # 3 queued, 8 parked
+    (summary,) = Queue.summary()
+    assert (summary.parked, summary.parked_floor) == (8, False)
+    monkeypatch.setattr(limit_store, "PARKED_READ", 5)
+    (summary,) = Queue.summary()
+    assert (summary.size, summary.parked, summary.parked_floor) == (3, 5, True)
+    (row,) = queues_page()
+    assert row.parked_text == "5+"
+    assert "5+" in report.queues().splitlines()[1].split()
+    assert Queue("default").parked == 5

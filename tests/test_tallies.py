@@ -336,3 +336,23 @@ def test_a_set_that_keeps_changing_under_the_build_is_walked(redis_url, r, monke
         walked.names,
         walked.queues,
     )
+
+
+def test_counts_are_read_when_redis_is_out_of_memory(redis_url, r) -> None:
+    """Out of memory is when someone opens the dead set to delete jobs: its counts page and
+    filters still answer (the count script may write its hash, as other allow-oom scripts)."""
+    where = DeadSet()
+    fill(r, where.key)
+    r.config_set("maxmemory-policy", "noeviction")
+    r.config_set("maxmemory", 1)
+    try:
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            r.set("some", "thing")  # Redis refuses writes indeed
+        page = job_list("dead", ListQuery(facets=True, job="Mailer"))
+    finally:
+        r.config_set("maxmemory", 0)
+    mailers = scan_page(r, where.key, "zset", 0, 25, True, where._destined(Filter(job="Mailer")))
+    assert page.matches == mailers.matches > 0
+    walked = scan_page(r, where.key, "zset", 0, 25, True, where._destined(Filter()), True)
+    shown = {c.label: c.count for c in page.job_choices[1:]}
+    assert shown == {(name or "(none)"): count for name, count in walked.names.items()}

@@ -38,6 +38,9 @@ class QueueSummary(NamedTuple):
     paused: bool = False
     #: Jobs of this queue parked for a limiter's slots (`Queue.parked`), not in its size.
     parked: int = 0
+    #: ``parked`` is a floor: the queue's jobs are in a parked list too long to read whole
+    #: for a page (`djqueue.store.limits.PARKED_READ`).
+    parked_floor: bool = False
 
 
 class Queue(ApiObject):
@@ -89,7 +92,7 @@ class Queue(ApiObject):
             lambda: listing.queue_names_and_paused(probe.redis, probe.keys)
         )
         parked = probe._call(probe.limits.parked_by_queue)
-        names = sorted(set(queue_names) | paused | set(parked))
+        names = sorted(set(queue_names) | paused | set(parked.counts))
         if not names:
             return []
         figures, more = probe._call(lambda: listing.queue_figures(probe.redis, probe.keys, names))
@@ -101,7 +104,15 @@ class Queue(ApiObject):
             latency = max(0.0, now - enqueued) if enqueued else 0.0
             problem = bad.get(probe.keys.queue(name), "")
             found.append(
-                QueueSummary(name, size, latency, problem, name in paused, parked.get(name, 0))
+                QueueSummary(
+                    name,
+                    size,
+                    latency,
+                    problem,
+                    name in paused,
+                    parked.counts.get(name, 0),
+                    name in parked.floors,
+                )
             )
         return found
 
@@ -115,8 +126,9 @@ class Queue(ApiObject):
     @property
     def parked(self) -> int:
         """Jobs of this queue parked for a concurrency limiter's slots (`djqueue.limits`): out
-        of the queue, so not in its size, until a slot is free."""
-        return self._call(lambda: self.limits.parked_by_queue(self.name).get(self.name, 0))
+        of the queue, so not in its size, until a slot is free. A floor when they are in a
+        list of over `djqueue.store.limits.PARKED_READ` parked jobs (not read whole)."""
+        return self._call(lambda: self.limits.parked_by_queue(self.name).counts.get(self.name, 0))
 
     @property
     def latency(self) -> float:

@@ -22,6 +22,8 @@ class QueueRow:
     paused: bool = False
     #: Jobs of the queue parked for a limiter's slots: out of it, not in its size.
     parked: int = 0
+    #: ``parked`` is a floor (a parked list too long to read whole for a page).
+    parked_floor: bool = False
 
     @property
     def size_text(self) -> str:
@@ -29,7 +31,7 @@ class QueueRow:
 
     @property
     def parked_text(self) -> str:
-        return display.number(self.parked)
+        return display.number(self.parked) + ("+" if self.parked_floor else "")
 
     @property
     def latency_text(self) -> str:

@@ -27,9 +27,12 @@ local function admission_limits(json)
   end
   local found = {}
   for _, pair in ipairs(decoded['concurrent_limits']) do
-    if type(pair) == 'table' and type(pair[1]) == 'string' and pair[1] ~= ''
-        and tonumber(pair[2]) then
-      found[#found + 1] = {pair[1], tonumber(pair[2])}
+    local limit = type(pair) == 'table' and tonumber(pair[2])
+    -- A whole number of slots, as djqueue.limits accepts (not 0, inf or nan, which would
+    -- park every job of the limiter for good or fail the encoding of its definition).
+    if limit and limit >= 1 and limit <= 1e9 and limit == math.floor(limit)
+        and type(pair[1]) == 'string' and pair[1] ~= '' then
+      found[#found + 1] = {pair[1], limit}
     end
   end
   if #found == 0 then
@@ -51,6 +54,22 @@ local function define(limiters, name, limit)
   end
 end
 
+-- Whether limiter NAME may be admitted for as a concurrency limiter: not when the definition
+-- in LIMITERS (written by the workers) is of another kind (a window or a bucket since a
+-- deploy, whose grants are not slots: admission must neither count nor drop them). The
+-- payload's limit is used, as the pushing code declared it; the fetch checks the workers'.
+local function admits_as_concurrent(limiters, name)
+  if not key_is(limiters, 'hash', 'skipped: taken as a concurrency limiter') then
+    return true
+  end
+  local raw = redis.call('HGET', limiters, name)
+  if not raw then
+    return true
+  end
+  local ok, definition = pcall(cjson.decode, raw)
+  return not ok or type(definition) ~= 'table' or definition['kind'] == 'concurrent'
+end
+
 -- Admit JSON (a job about to be written to a queue) or park it. OWN is the namespace's own
 -- prefix (status_prefix without 'status:'). Returns true when the job is to be written to
 -- its queue (entered in each limiter's admitted set), false when it was parked here. A
@@ -69,7 +88,7 @@ local function admit(json, own)
     local name, limit = pair[1], pair[2]
     local key, parked = own .. 'limit:' .. name, own .. 'parked:' .. name
     local admitted = own .. 'admitted:' .. name
-    if key_is(key, 'zset', 'skipped: jobs go to their queues unchecked')
+    if admits_as_concurrent(own .. 'limiters', name) and key_is(key, 'zset', 'skipped: jobs go to their queues unchecked')
         and key_is(parked, 'list', 'skipped: jobs go to their queues unchecked')
         and key_is(admitted, 'zset', 'skipped: jobs go to their queues unchecked') then
       -- Parked jobs first: a slot given back goes to the oldest of them.

@@ -2,7 +2,8 @@
 -- Give back a holder's concurrency slots, and for each slot given back send the oldest job
 -- parked for it to the front of its queue (parking.lua), in the same step: a refusal parked
 -- while the limiter was full always sees this step after it, so no wake-up is lost. Allowed
--- when Redis is out of memory: it removes and moves, and adds nothing.
+-- when Redis is out of memory: it removes and moves, and adds only the admitted entry of each
+-- job it sends back (admission.lua), a few bytes.
 --
 -- KEYS[1] = the set of limiters with parked jobs, KEYS[2] = the paused queues' set, then three
 -- per limiter: its key (holder -> lease expiry), its parked list and its admitted set (jobs

@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 -- The counts of a job set per kind of entry (tally.lua), built again first when they cannot
 -- be trusted: when the hash is missing, of another type, holds a count that is not a
 -- non-negative integer, totals another number than ZCARD (a writer that does not count:
