@@ -17,7 +17,7 @@ from typing import Any
 from .. import signals
 from ..errors import OverLimit
 from .fetch import Unit
-from .log import bind_job, job_context, logger
+from .log import bind_job, job_context, logger, record_from, sole_handler
 
 _RUNTIME = os.path.dirname(os.path.abspath(__file__))
 
@@ -47,27 +47,26 @@ def no_template() -> None:
 
 
 def _info(message: str, elapsed: float | None = None) -> None:
-    """An INFO record without the caller lookup ``logger.info`` does: the two lines per job
+    """An INFO line without the caller lookup ``logger.info`` does: the two lines per job
     are the runtime's busiest log, and the caller is always this module anyway.
 
-    On a processor thread the record is a copy of the thread's template with the message and
-    the time filled in: `logging.LogRecord` works out, for every record, what never changes
-    between one thread's records (the process id, a system call; the thread's and the
-    process's names; the file name, split twice), which cost more than the rest of a no-op
-    job's log line. The copy has every field a made record has, with the same values."""
+    On a processor thread, when the line reaches the worker's own handler and nothing else
+    (`log.sole_handler`: the worker's default setup), it goes to that handler as its fields
+    (`BackgroundHandler.put_line`), whose writer builds the same text without a record: no
+    `logging.LogRecord` and none of the logging module's calls per record. Otherwise the
+    record is a copy of the thread's template (`log.record_from`) and goes through `logging`
+    as any other, so a user's handler, filter or formatter sees what it always did."""
     template: logging.LogRecord | None = getattr(_threads, "template", None)
     if template is None:
         record = logger.makeRecord(logger.name, logging.INFO, __file__, 0, message, (), None)
+        if elapsed is not None:
+            record.elapsed = elapsed
     else:
-        record = logging.LogRecord.__new__(logging.LogRecord)
-        record.__dict__ = template.__dict__.copy()
-        record.msg = message
-        created = time.time()
-        record.created = created
-        record.msecs = int((created - int(created)) * 1000) + 0.0
-        record.relativeCreated = template.relativeCreated + (created - template.created) * 1000
-    if elapsed is not None:
-        record.elapsed = elapsed
+        handler = sole_handler(logger)
+        if handler is not None:
+            handler.put_line(template, time.time(), message, elapsed)
+            return
+        record = record_from(template, time.time(), message, elapsed)
     if logger.disabled or logger.filters:
         logger.handle(record)
     else:

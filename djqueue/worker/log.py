@@ -35,6 +35,19 @@ job_context: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = context
     "djqueue_job_log_context", default=None
 )
 
+#: A job's ``start``/``done`` line on its way to the writer without a `logging.LogRecord`
+#: (`BackgroundHandler.put_line`): the logging thread's template record (`record_from`), the
+#: time, the message, the elapsed seconds or None, the thread, the job context, the request id.
+Line = tuple[
+    logging.LogRecord,
+    float,
+    str,
+    "float | None",
+    int,
+    "tuple[str, dict[str, Any]] | None",
+    "str | None",
+]
+
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 _tids: dict[int, str] = {}
 
@@ -86,15 +99,26 @@ def bind_job(payload: dict[str, Any]) -> contextvars.Token[Any]:
 PAUSE = 0.005
 
 
-def _request_id(
-    record: logging.LogRecord, context: tuple[str, dict[str, Any]] | None
-) -> str | None:
-    """The id of the web request behind the job (or request) that logged ``record``, whose
-    job context (`_context`, which the formatters look up first) is ``context``."""
-    found = record.djqueue_request_id if hasattr(record, "djqueue_request_id") else request_id()
+def _request_id(found: str | None, context: tuple[str, dict[str, Any]] | None) -> str | None:
+    """The id of the web request behind a line: ``found``, the one bound where the line was
+    logged, or else the one its job context (`_context`) carries."""
     if found is None and context:
         found = context[1].get("request_id")
     return found
+
+
+def _logged_request_id(record: logging.LogRecord) -> str | None:
+    """The request id bound where ``record`` was logged (kept on the record when it is
+    formatted on another thread)."""
+    return record.djqueue_request_id if hasattr(record, "djqueue_request_id") else request_id()
+
+
+def _thread(record: logging.LogRecord) -> int | None:
+    """The thread that logged ``record``: with ``logging.logThreads`` off a record has none,
+    and `BackgroundHandler` keeps it as ``djqueue_thread`` (else `tid` would name the writer)."""
+    if record.thread is not None:
+        return record.thread
+    return getattr(record, "djqueue_thread", None)
 
 
 def _context(record: logging.LogRecord) -> tuple[str, dict[str, Any]] | None:
@@ -120,7 +144,7 @@ class BackgroundHandler(logging.Handler):
         self.target = target
         #: Console handlers `setup` took off their loggers, for `teardown` to put back.
         self.set_aside: list[tuple[logging.Logger, logging.Handler]] = []
-        self.queue: queue.SimpleQueue[logging.LogRecord | None] = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[logging.LogRecord | Line | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._write, name="djqueue-log", daemon=True)
         self.thread.start()
 
@@ -130,6 +154,8 @@ class BackgroundHandler(logging.Handler):
             return False
         record.djqueue_context = job_context.get()
         record.djqueue_request_id = request_id()
+        if record.thread is None:  # logging.logThreads off: `tid` must not name the writer
+            record.djqueue_thread = threading.get_ident()
         if record.args:
             record.msg = record.getMessage()
             record.args = None
@@ -138,6 +164,24 @@ class BackgroundHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.handle(record)
+
+    def put_line(
+        self, template: logging.LogRecord, created: float, message: str, elapsed: float | None
+    ) -> None:
+        """Queue a job's line as its fields, for the writer to turn into text without a
+        record: only for a line that reaches this handler alone (`sole_handler`). It captures
+        what `handle` does: the job context and the request id, and the thread."""
+        self.queue.put(
+            (
+                template,
+                created,
+                message,
+                elapsed,
+                threading.get_ident(),
+                job_context.get(),
+                request_id(),
+            )
+        )
 
     def _write(self) -> None:
         get, get_nowait = self.queue.get, self.queue.get_nowait
@@ -158,13 +202,24 @@ class BackgroundHandler(logging.Handler):
             # as it is when the batch is written.
             formatter = target.formatter
             format_line = target.format if formatter is None else formatter.format
-            for record in batch:
-                if record is None:
+            # A job's `Line` becomes text in the worker's own format; were the format
+            # replaced since the line was queued, the line is first made a record.
+            own = formatter if isinstance(formatter, OWN_FORMATS) else None
+            if own is not None and type(own) not in OWN_FORMATS:
+                own = None
+            for item in batch:
+                if item is None:
                     continue
                 try:
-                    lines.append(format_line(record) + target.terminator)
+                    if not isinstance(item, tuple):
+                        text = format_line(item)
+                    elif own is not None:
+                        text = own.job_line(item)
+                    else:
+                        text = format_line(as_record(item))
+                    lines.append(text + target.terminator)
                 except Exception:  # noqa: BLE001 - a bad record must not stop the log
-                    target.handleError(record)
+                    target.handleError(as_record(item))
             try:
                 with target.lock:  # type: ignore[union-attr]
                     if isinstance(target, logging.handlers.WatchedFileHandler):
@@ -173,7 +228,10 @@ class BackgroundHandler(logging.Handler):
                     target.stream.flush()
             except Exception:  # noqa: BLE001
                 if lines:
-                    target.handleError(batch[0] or logging.makeLogRecord({}))
+                    first = batch[0]
+                    target.handleError(
+                        logging.makeLogRecord({}) if first is None else as_record(first)
+                    )
             if batch[-1] is None:
                 return
 
@@ -193,6 +251,66 @@ class BackgroundHandler(logging.Handler):
         super().close()
 
 
+def record_from(
+    template: logging.LogRecord, created: float, message: str, elapsed: float | None
+) -> logging.LogRecord:
+    """A copy of a thread's ``template`` record (`job_logger`) with the message and the time
+    filled in: `logging.LogRecord` works out, for every record, what never changes between one
+    thread's records (the process id, a system call; the thread's and the process's names;
+    the file name, split twice). The copy has every field a made record has, with the same
+    values."""
+    record = logging.LogRecord.__new__(logging.LogRecord)
+    record.__dict__ = template.__dict__.copy()
+    record.msg = message
+    record.created = created
+    record.msecs = int((created - int(created)) * 1000) + 0.0
+    record.relativeCreated = template.relativeCreated + (created - template.created) * 1000
+    if elapsed is not None:
+        record.elapsed = elapsed
+    return record
+
+
+def as_record(item: logging.LogRecord | Line) -> logging.LogRecord:
+    """The record a queued `Line` stands for, as `BackgroundHandler.handle` would have kept it
+    (a record as it is)."""
+    if not isinstance(item, tuple):
+        return item
+    template, created, message, elapsed, thread, context, found = item
+    record = record_from(template, created, message, elapsed)
+    record.djqueue_context = context
+    record.djqueue_request_id = found
+    if record.thread is None:
+        record.djqueue_thread = thread
+    return record
+
+
+def sole_handler(source: logging.Logger) -> BackgroundHandler | None:
+    """The worker's handler (`setup`) when an INFO line of ``source`` reaches it and nothing
+    else: no filter on ``source`` or on the handler, not disabled, no other handler on the way
+    up to where propagation stops, and the handler's level at INFO or lower. Then nothing but
+    that handler's format can see the line, and `BackgroundHandler.put_line` may hand it over
+    as fields (its writer makes a record of it after all for a format not its own). Else
+    None: the line goes through `logging` as any other (a user's handler, filter or level
+    sees it as before). Looked up for each line, so a configuration changed while the worker
+    runs counts from the next line on."""
+    if source.filters or source.disabled:
+        return None
+    found = None
+    current: logging.Logger | None = source
+    while current is not None:
+        handlers = current.handlers
+        if handlers:
+            if found is not None or len(handlers) != 1:
+                return None
+            found = handlers[0]
+        if not current.propagate:
+            break
+        current = current.parent
+    if type(found) is BackgroundHandler and not found.filters and found.level <= logging.INFO:
+        return found
+    return None
+
+
 class _Clock:
     """Formats a timestamp with millisecond precision, reusing the text of the current second."""
 
@@ -209,53 +327,120 @@ class _Clock:
 
 
 class _Formatter(logging.Formatter):
-    """The worker's formats share the clock that reuses the text of the current second."""
+    """The worker's formats: one `line` from a line's fields, whether they come from a
+    `logging.LogRecord` (`format`) or from a job's `Line` (`job_line`), so both are the same
+    text. They share the clock that reuses the text of the current second."""
 
     def __init__(self) -> None:
         super().__init__()
         self.clock = _Clock()
 
+    def line(
+        self,
+        created: float,
+        process: int | None,
+        thread: int | None,
+        context: tuple[str, dict[str, Any]] | None,
+        rid: str | None,
+        levelname: str,
+        message: str,
+        elapsed: float | None,
+        error: str | None,
+    ) -> str:
+        raise NotImplementedError
+
+    def format(self, record: logging.LogRecord) -> str:
+        context = _context(record)
+        return self.line(
+            record.created,
+            record.process,
+            _thread(record),
+            context,
+            _request_id(_logged_request_id(record), context),
+            record.levelname,
+            record.getMessage(),
+            getattr(record, "elapsed", None),
+            self.formatException(record.exc_info) if record.exc_info else None,
+        )
+
+    def job_line(self, item: Line) -> str:
+        """The text of a job's line that came without a record (`BackgroundHandler.put_line`)."""
+        template, created, message, elapsed, thread, context, found = item
+        return self.line(
+            created,
+            template.process,
+            thread,
+            context,
+            _request_id(found, context),
+            template.levelname,
+            message,
+            elapsed,
+            None,
+        )
+
 
 class TextFormatter(_Formatter):
     """``TIME pid=PID tid=TID [class=... jid=...] LEVEL: message``."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        context = _context(record)
-        rid = _request_id(record, context)
+    def line(
+        self,
+        created: float,
+        process: int | None,
+        thread: int | None,
+        context: tuple[str, dict[str, Any]] | None,
+        rid: str | None,
+        levelname: str,
+        message: str,
+        elapsed: float | None,
+        error: str | None,
+    ) -> str:
         line = (
-            f"{self.clock(record.created)} pid={record.process} tid={tid(record.thread)}"
+            f"{self.clock(created)} pid={process} tid={tid(thread)}"
             f"{context[0] if context else ''}{f' request_id={escape(rid)}' if rid else ''} "
-            f"{record.levelname}: {escape(record.getMessage())}"
+            f"{levelname}: {escape(message)}"
         )
-        if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+        if error is not None:
+            line += "\n" + error
         return line
 
 
 class JsonFormatter(_Formatter):
     """One JSON object per line: ``ts``, ``pid``, ``tid``, ``lvl``, ``msg``, ``ctx``."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        context = _context(record)
+    def line(
+        self,
+        created: float,
+        process: int | None,
+        thread: int | None,
+        context: tuple[str, dict[str, Any]] | None,
+        rid: str | None,
+        levelname: str,
+        message: str,
+        elapsed: float | None,
+        error: str | None,
+    ) -> str:
         data: dict[str, Any] = {
-            "ts": self.clock(record.created),
-            "pid": record.process,
-            "tid": tid(record.thread),
-            "lvl": record.levelname,
-            "msg": record.getMessage(),
+            "ts": self.clock(created),
+            "pid": process,
+            "tid": tid(thread),
+            "lvl": levelname,
+            "msg": message,
         }
         ctx = dict(context[1]) if context else {}
-        rid = _request_id(record, context)
         if rid:
             ctx["request_id"] = rid
-        elapsed = getattr(record, "elapsed", None)
         if elapsed is not None:
             ctx["elapsed"] = round(elapsed, 3)
         if ctx:
             data["ctx"] = ctx
-        if record.exc_info:
-            data["error"] = self.formatException(record.exc_info)
+        if error is not None:
+            data["error"] = error
         return json.dumps(data, default=str)
+
+
+#: The formats whose text `BackgroundHandler` may build from a job's `Line`: exactly these
+#: (a subclass may format records its own way).
+OWN_FORMATS = (TextFormatter, JsonFormatter)
 
 
 class PrivateFileHandler(logging.handlers.WatchedFileHandler):
