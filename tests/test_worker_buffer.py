@@ -185,3 +185,84 @@ def test_jobs_pushed_back_after_a_crash_are_flagged_by_every_way_of_taking_them(
         mine: True,
         other: False,
     }
+
+
+class CountingFetcher(HeldFetcher):
+    """A held fetcher that notes how many jobs each call asked for."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.asked: list[int] = []
+
+    def fetch(self, count: int, acks: Sequence[Unit] = (), back: Sequence[Unit] = ()) -> list[Unit]:
+        self.asked.append(count)
+        return super().fetch(count, acks, back)
+
+
+def short_job_buffer(concurrency: int, average: float) -> tuple[JobBuffer, CountingFetcher]:
+    fetcher = CountingFetcher(
+        runtime_redis(djqueue.get_settings()), Keys(), "host:1:abcdefabcdef", (("default", 0),)
+    )
+    fetcher.go.set()
+    buffer = JobBuffer(fetcher, concurrency)
+    buffer.average = average  # as if jobs of that length had run
+    return buffer, fetcher
+
+
+def test_a_top_up_that_runs_dry_grows_the_spare_to_cover_a_round_trip(redis_url, r):
+    """Processors that find the buffer empty while a top-up is under way count as jobs it
+    should have covered: the next batch brings enough for three such round trips, more than
+    the processors that are free."""
+    for n in range(40):
+        jobs.record.perform_later("x", n)
+    buffer, fetcher = short_job_buffer(4, 0.001)
+    # From empty: the four free processors (the fixed spare, 2, is capped at `concurrency`).
+    taken = [buffer.next() for _ in range(3)]
+    assert fetcher.asked == [4]
+    # The fourth processor takes the last job and tops up (2, the spare); the top-up is held
+    # while two processors finish and find the buffer empty.
+    fetcher.go.clear()
+    threads = [threading.Thread(target=lambda: taken.append(buffer.next()), daemon=True)]
+    threads[0].start()
+    wait_for(lambda: len(fetcher.asked) == 2)
+    for unit in taken[:2]:
+        assert unit is not None
+        buffer.finished(unit, 0.001)
+    for _ in range(2):
+        threads.append(threading.Thread(target=lambda: taken.append(buffer.next()), daemon=True))
+        threads[-1].start()
+    wait_for(lambda: buffer.demand == 6)  # four jobs started, two processors kept waiting
+    fetcher.go.set()
+    for thread in threads:
+        thread.join(5)
+    wait_for(lambda: len(fetcher.asked) == 3)
+    # The two waiting ones take the batch; the first tops up again, now to a spare of 6
+    # (three round trips of two jobs each; with the free processor, capped at the spare when
+    # that is more than `concurrency`), less the job still buffered.
+    assert fetcher.asked == [4, 2, 6 - 1]
+
+
+def test_long_jobs_hold_no_spare_however_short_the_round_trip_said(redis_url, r):
+    """Spare jobs, however many a round trip called for, are held only while jobs are short:
+    a process with long jobs takes only what its free processors start."""
+    for n in range(40):
+        jobs.record.perform_later("x", n)
+    buffer, fetcher = short_job_buffer(4, 1.0)
+    buffer.during = 5.0
+    buffer._reach()
+    assert buffer.reach == 8  # at most twice the concurrency
+    assert buffer.next() is not None
+    assert fetcher.asked == [4]
+    assert len(buffer.jobs) == 3
+
+
+def test_jobs_of_milliseconds_keep_the_fixed_spare(redis_url, r):
+    """A round trip covered by about one job keeps the spare at ``max(2, concurrency // 2)``:
+    with jobs of milliseconds a process holds no more jobs a peer could run than before."""
+    buffer, _ = short_job_buffer(10, 0.01)
+    buffer.during = 1.0
+    buffer._reach()
+    assert buffer.reach == 5
+    buffer.during = 2.0
+    buffer._reach()
+    assert buffer.reach == 6
