@@ -215,7 +215,7 @@ def test_a_top_up_that_runs_dry_grows_the_spare_to_cover_a_round_trip(redis_url,
     the processors that are free."""
     for n in range(40):
         jobs.record.perform_later("x", n)
-    buffer, fetcher = short_job_buffer(4, 0.001)
+    buffer, fetcher = short_job_buffer(4, 0.0001)
     # From empty: the four free processors (the fixed spare, 2, is capped at `concurrency`).
     taken = [buffer.next() for _ in range(3)]
     assert fetcher.asked == [4]
@@ -227,7 +227,7 @@ def test_a_top_up_that_runs_dry_grows_the_spare_to_cover_a_round_trip(redis_url,
     wait_for(lambda: len(fetcher.asked) == 2)
     for unit in taken[:2]:
         assert unit is not None
-        buffer.finished(unit, 0.001)
+        buffer.finished(unit, 0.0001)
     for _ in range(2):
         threads.append(threading.Thread(target=lambda: taken.append(buffer.next()), daemon=True))
         threads[-1].start()
@@ -242,27 +242,30 @@ def test_a_top_up_that_runs_dry_grows_the_spare_to_cover_a_round_trip(redis_url,
     assert fetcher.asked == [4, 2, 6 - 1]
 
 
-def test_long_jobs_hold_no_spare_however_short_the_round_trip_said(redis_url, r):
-    """Spare jobs, however many a round trip called for, are held only while jobs are short:
-    a process with long jobs takes only what its free processors start."""
+def test_long_jobs_hold_no_spare_however_many_a_round_trip_called_for(redis_url, r):
+    """However many jobs round trips called for, the spare stays under four times the
+    concurrency, and is held only while jobs are short: a process with long jobs takes only
+    what its free processors start."""
     for n in range(40):
         jobs.record.perform_later("x", n)
-    buffer, fetcher = short_job_buffer(4, 1.0)
-    buffer.during = 5.0
+    buffer, fetcher = short_job_buffer(4, 0.0001)
+    buffer.during = 10.0
     buffer._reach()
-    assert buffer.reach == 8  # at most twice the concurrency
+    assert buffer.reach == 16
+    buffer.average = 1.0
     assert buffer.next() is not None
     assert fetcher.asked == [4]
     assert len(buffer.jobs) == 3
 
 
-def test_jobs_of_milliseconds_keep_the_fixed_spare(redis_url, r):
-    """A round trip covered by about one job keeps the spare at ``max(2, concurrency // 2)``:
-    with jobs of milliseconds a process holds no more jobs a peer could run than before."""
-    buffer, _ = short_job_buffer(10, 0.01)
-    buffer.during = 1.0
+def test_jobs_of_milliseconds_hold_no_more_than_a_millisecond_of_spare(redis_url, r):
+    """The spare is what the processors run in a millisecond at most, and never under the
+    fixed ``max(2, concurrency // 2)``: jobs of 10 ms keep the fixed spare whatever the round
+    trip, so a process holds no more jobs a peer could run than before."""
+    buffer, _ = short_job_buffer(10, 0.001)
+    buffer.during = 5.0
+    buffer._reach()
+    assert buffer.reach == 10  # 15 called for, ten processors at 1 ms each in 1 ms
+    buffer.average = 0.01
     buffer._reach()
     assert buffer.reach == 5
-    buffer.during = 2.0
-    buffer._reach()
-    assert buffer.reach == 6

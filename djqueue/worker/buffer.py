@@ -16,9 +16,9 @@ is sized for the processors that are free right now (not running a job, not wait
 plus, only while every processor is busy and recent jobs are short, a few spare jobs, so that
 the next processor to finish finds one ready. When jobs are so short that the processors start
 more of them during one fetch's round trip than that, the spare grows to cover the round trip
-(counted: the jobs started, or waited for, while a top-up was under way), up to twice the
-concurrency: the top-up then starts while enough jobs are left to keep every processor busy
-until its batch lands.
+(counted: the jobs started, or waited for, while a top-up was under way), up to four times the
+concurrency and no more than the processors run in a millisecond: the top-up then starts
+while enough jobs are left to keep every processor busy until its batch lands.
 When any processor waits in BLMOVE, the queues were just empty: batches are then for the free
 processors only, and jobs beyond what they can take go straight back to the front of their
 queue, where the waiting processors get them at once.
@@ -43,8 +43,11 @@ SMOOTHING = 0.2
 #: Round trips' worth of jobs the spare holds when a round trip outlasts the fixed spare: the
 #: top-up starts at half of it (one and a half round trips left, a margin for a slow one).
 ROUND_TRIPS = 3
-#: The spare never exceeds this many times the concurrency, however short the jobs.
-SPARE_LIMIT = 2
+#: The spare never exceeds this many times the concurrency, however short the jobs...
+SPARE_LIMIT = 4
+#: ...nor what the processors run in this long (seconds) at the average job's length, so the
+#: last spare job starts at most about this much later than an idle peer would start it.
+HOLD = 0.001
 
 
 class JobBuffer:
@@ -213,13 +216,18 @@ class JobBuffer:
     def _reach(self) -> None:
         """The spare for short jobs: at least ``max(2, concurrency // 2)``; more when the jobs
         started during a fetch call for it (`ROUND_TRIPS` fetches' worth), at most
-        ``SPARE_LIMIT * concurrency``. Jobs of a few milliseconds or more at concurrency 10
-        start about one per fetch, so they keep the fixed spare: a process holds no more jobs
-        a peer could run than before. When the buffer runs dry during a fetch, each processor
-        that then waits counts once, so the spare grows until the round trip is covered."""
+        ``SPARE_LIMIT * concurrency`` and `HOLD`'s worth of jobs. Jobs of a few milliseconds
+        or more at concurrency 10 start about one per fetch, so they keep the fixed spare: a
+        process holds no more jobs a peer could run than before. When the buffer runs dry
+        during a fetch, each processor that then waits counts once, so the spare grows until
+        the round trip is covered (with pure-Python jobs the fetching thread gets the GIL back
+        only when the others wait, so for them the limits set it)."""
         spare = max(2, self.concurrency // 2)
         wanted = math.ceil(ROUND_TRIPS * (self.during or 0.0))
-        self.reach = max(spare, min(wanted, SPARE_LIMIT * self.concurrency))
+        limit = SPARE_LIMIT * self.concurrency
+        if self.average:
+            limit = min(limit, int(self.concurrency * HOLD / self.average))
+        self.reach = max(spare, min(wanted, limit))
 
     def _spare(self) -> int:
         """Jobs to hold beyond the free processors: only while none waits in BLMOVE (the
