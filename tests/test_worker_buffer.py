@@ -269,3 +269,17 @@ def test_jobs_of_milliseconds_hold_no_more_than_a_millisecond_of_spare(redis_url
     buffer.average = 0.01
     buffer._reach()
     assert buffer.reach == 5
+
+
+def test_jobs_grown_longer_are_not_fetched_for_by_the_spare_of_shorter_ones(redis_url, r):
+    """The spare a run of tiny jobs called for is recomputed with the average job length
+    before each fetch: once jobs take 10 ms, a fetch brings the fixed spare, not forty."""
+    for n in range(60):
+        jobs.record.perform_later("x", n)
+    buffer, fetcher = short_job_buffer(10, 0.00003)
+    buffer.during = 20.0
+    buffer._reach()
+    assert buffer.reach == 40
+    buffer.average = 0.01
+    assert buffer.next() is not None
+    assert fetcher.asked == [10]  # the ten free processors; the fixed spare (5) is capped

@@ -239,8 +239,11 @@ class JobBuffer:
 
     def _batch_size(self) -> int:
         """Jobs for the free processors (the caller included when it has no job yet) and
-        the spare ones, at most ``concurrency`` or the spare, whichever is more."""
+        the spare ones, at most ``concurrency`` or the spare, whichever is more. The spare is
+        recomputed first, with the average job length as it is now: jobs that grew longer
+        since the last top-up are not fetched for by the spare of shorter ones."""
         free = self.concurrency - self.running - self.blocking
+        self._reach()
         spare = self._spare()
         return min(max(self.concurrency, spare), free + spare)
 
