@@ -199,13 +199,22 @@ class CountingFetcher(HeldFetcher):
         return super().fetch(count, acks, back)
 
 
-def short_job_buffer(concurrency: int, average: float) -> tuple[JobBuffer, CountingFetcher]:
+def short_job_buffer(
+    concurrency: int, average: float, during: float | None = None, queued: int = 0
+) -> tuple[JobBuffer, CountingFetcher]:
+    """A buffer as if jobs of ``average`` seconds had run and top-ups had seen ``during``
+    jobs started meanwhile, over a queue of ``queued`` jobs."""
+    for n in range(queued):
+        jobs.record.perform_later("x", n)
     fetcher = CountingFetcher(
         runtime_redis(djqueue.get_settings()), Keys(), "host:1:abcdefabcdef", (("default", 0),)
     )
     fetcher.go.set()
     buffer = JobBuffer(fetcher, concurrency)
-    buffer.average = average  # as if jobs of that length had run
+    buffer.average = average
+    if during is not None:
+        buffer.during = during
+        buffer._reach()
     return buffer, fetcher
 
 
@@ -213,9 +222,7 @@ def test_a_top_up_that_runs_dry_grows_the_spare_to_cover_a_round_trip(redis_url,
     """Processors that find the buffer empty while a top-up is under way count as jobs it
     should have covered: the next batch brings enough for three such round trips, more than
     the processors that are free."""
-    for n in range(40):
-        jobs.record.perform_later("x", n)
-    buffer, fetcher = short_job_buffer(4, 0.0001)
+    buffer, fetcher = short_job_buffer(4, 0.0001, queued=40)
     # From empty: the four free processors (the fixed spare, 2, is capped at `concurrency`).
     taken = [buffer.next() for _ in range(3)]
     assert fetcher.asked == [4]
@@ -246,11 +253,7 @@ def test_long_jobs_hold_no_spare_however_many_a_round_trip_called_for(redis_url,
     """However many jobs round trips called for, the spare stays under four times the
     concurrency, and is held only while jobs are short: a process with long jobs takes only
     what its free processors start."""
-    for n in range(40):
-        jobs.record.perform_later("x", n)
-    buffer, fetcher = short_job_buffer(4, 0.0001)
-    buffer.during = 10.0
-    buffer._reach()
+    buffer, fetcher = short_job_buffer(4, 0.0001, during=10.0, queued=40)
     assert buffer.reach == 16
     buffer.average = 1.0
     assert buffer.next() is not None
@@ -262,9 +265,7 @@ def test_jobs_of_milliseconds_hold_no_more_than_a_millisecond_of_spare(redis_url
     """The spare is what the processors run in a millisecond at most, and never under the
     fixed ``max(2, concurrency // 2)``: jobs of 10 ms keep the fixed spare whatever the round
     trip, so a process holds no more jobs a peer could run than before."""
-    buffer, _ = short_job_buffer(10, 0.001)
-    buffer.during = 5.0
-    buffer._reach()
+    buffer, _ = short_job_buffer(10, 0.001, during=5.0)
     assert buffer.reach == 10  # 15 called for, ten processors at 1 ms each in 1 ms
     buffer.average = 0.01
     buffer._reach()
@@ -274,11 +275,7 @@ def test_jobs_of_milliseconds_hold_no_more_than_a_millisecond_of_spare(redis_url
 def test_jobs_grown_longer_are_not_fetched_for_by_the_spare_of_shorter_ones(redis_url, r):
     """The spare a run of tiny jobs called for is recomputed with the average job length
     before each fetch: once jobs take 10 ms, a fetch brings the fixed spare, not forty."""
-    for n in range(60):
-        jobs.record.perform_later("x", n)
-    buffer, fetcher = short_job_buffer(10, 0.00003)
-    buffer.during = 20.0
-    buffer._reach()
+    buffer, fetcher = short_job_buffer(10, 0.00003, during=20.0, queued=60)
     assert buffer.reach == 40
     buffer.average = 0.01
     assert buffer.next() is not None
