@@ -259,6 +259,9 @@ def test_long_jobs_hold_no_spare_however_many_a_round_trip_called_for(redis_url,
     assert buffer.next() is not None
     assert fetcher.asked == [4]
     assert len(buffer.jobs) == 3
+    # Every processor busy and the buffer empty: no top-up for spare jobs.
+    assert all(buffer.next() is not None for _ in range(3))
+    assert fetcher.asked == [4] and not buffer.jobs
 
 
 def test_jobs_of_milliseconds_hold_no_more_than_a_millisecond_of_spare(redis_url, r):
