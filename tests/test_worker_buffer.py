@@ -185,3 +185,101 @@ def test_jobs_pushed_back_after_a_crash_are_flagged_by_every_way_of_taking_them(
         mine: True,
         other: False,
     }
+
+
+class CountingFetcher(HeldFetcher):
+    """A held fetcher that notes how many jobs each call asked for."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.asked: list[int] = []
+
+    def fetch(self, count: int, acks: Sequence[Unit] = (), back: Sequence[Unit] = ()) -> list[Unit]:
+        self.asked.append(count)
+        return super().fetch(count, acks, back)
+
+
+def short_job_buffer(
+    concurrency: int, average: float, during: float | None = None, queued: int = 0
+) -> tuple[JobBuffer, CountingFetcher]:
+    """A buffer as if jobs of ``average`` seconds had run and top-ups had seen ``during``
+    jobs started meanwhile, over a queue of ``queued`` jobs."""
+    for n in range(queued):
+        jobs.record.perform_later("x", n)
+    fetcher = CountingFetcher(
+        runtime_redis(djqueue.get_settings()), Keys(), "host:1:abcdefabcdef", (("default", 0),)
+    )
+    fetcher.go.set()
+    buffer = JobBuffer(fetcher, concurrency)
+    buffer.average = average
+    if during is not None:
+        buffer.during = during
+        buffer._reach()
+    return buffer, fetcher
+
+
+def test_a_top_up_that_runs_dry_grows_the_spare_to_cover_a_round_trip(redis_url, r):
+    """Processors that find the buffer empty while a top-up is under way count as jobs it
+    should have covered: the next batch brings enough for three such round trips, more than
+    the processors that are free."""
+    buffer, fetcher = short_job_buffer(4, 0.0001, queued=40)
+    # From empty: the four free processors (the fixed spare, 2, is capped at `concurrency`).
+    taken = [buffer.next() for _ in range(3)]
+    assert fetcher.asked == [4]
+    # The fourth processor takes the last job and tops up (2, the spare); the top-up is held
+    # while two processors finish and find the buffer empty.
+    fetcher.go.clear()
+    threads = [threading.Thread(target=lambda: taken.append(buffer.next()), daemon=True)]
+    threads[0].start()
+    wait_for(lambda: len(fetcher.asked) == 2)
+    for unit in taken[:2]:
+        assert unit is not None
+        buffer.finished(unit, 0.0001)
+    for _ in range(2):
+        threads.append(threading.Thread(target=lambda: taken.append(buffer.next()), daemon=True))
+        threads[-1].start()
+    wait_for(lambda: buffer.demand == 6)  # four jobs started, two processors kept waiting
+    fetcher.go.set()
+    for thread in threads:
+        thread.join(5)
+    wait_for(lambda: len(fetcher.asked) == 3)
+    # The two waiting ones take the batch; the first tops up again, now to a spare of 6
+    # (three round trips of two jobs each; with the free processor, capped at the spare when
+    # that is more than `concurrency`), less the job still buffered.
+    assert fetcher.asked == [4, 2, 6 - 1]
+
+
+def test_long_jobs_hold_no_spare_however_many_a_round_trip_called_for(redis_url, r):
+    """However many jobs round trips called for, the spare stays under four times the
+    concurrency, and is held only while jobs are short: a process with long jobs takes only
+    what its free processors start."""
+    buffer, fetcher = short_job_buffer(4, 0.0001, during=10.0, queued=40)
+    assert buffer.reach == 16
+    buffer.average = 1.0
+    assert buffer.next() is not None
+    assert fetcher.asked == [4]
+    assert len(buffer.jobs) == 3
+    # Every processor busy and the buffer empty: no top-up for spare jobs.
+    assert all(buffer.next() is not None for _ in range(3))
+    assert fetcher.asked == [4] and not buffer.jobs
+
+
+def test_jobs_of_milliseconds_hold_no_more_than_a_millisecond_of_spare(redis_url, r):
+    """The spare is what the processors run in a millisecond at most, and never under the
+    fixed ``max(2, concurrency // 2)``: jobs of 10 ms keep the fixed spare whatever the round
+    trip, so a process holds no more jobs a peer could run than before."""
+    buffer, _ = short_job_buffer(10, 0.001, during=5.0)
+    assert buffer.reach == 10  # 15 called for, ten processors at 1 ms each in 1 ms
+    buffer.average = 0.01
+    buffer._reach()
+    assert buffer.reach == 5
+
+
+def test_jobs_grown_longer_are_not_fetched_for_by_the_spare_of_shorter_ones(redis_url, r):
+    """The spare a run of tiny jobs called for is recomputed with the average job length
+    before each fetch: once jobs take 10 ms, a fetch brings the fixed spare, not forty."""
+    buffer, fetcher = short_job_buffer(10, 0.00003, during=20.0, queued=60)
+    assert buffer.reach == 40
+    buffer.average = 0.01
+    assert buffer.next() is not None
+    assert fetcher.asked == [10]  # the ten free processors; the fixed spare (5) is capped

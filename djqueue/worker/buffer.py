@@ -14,13 +14,19 @@ thread, so a slow job never holds up the jobs fetched with it: any free processo
 The buffer is kept small, so a process does not hoard jobs another process could run. A batch
 is sized for the processors that are free right now (not running a job, not waiting in BLMOVE)
 plus, only while every processor is busy and recent jobs are short, a few spare jobs, so that
-the next processor to finish finds one ready. When any processor waits in BLMOVE, the queues were
-just empty: batches are then for the free processors only, and jobs beyond what they can take go
-straight back to the front of their queue, where the waiting processors get them at once.
+the next processor to finish finds one ready. When jobs are so short that the processors start
+more of them during one fetch's round trip than that, the spare grows to cover the round trip
+(counted: the jobs started, or waited for, while a top-up was under way), up to four times the
+concurrency and no more than the processors run in a millisecond: the top-up then starts
+while enough jobs are left to keep every processor busy until its batch lands.
+When any processor waits in BLMOVE, the queues were just empty: batches are then for the free
+processors only, and jobs beyond what they can take go straight back to the front of their
+queue, where the waiting processors get them at once.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter, deque
 from collections.abc import Callable
@@ -31,8 +37,17 @@ from .fetch import Fetcher, Unit
 #: Recent jobs shorter than this on average (seconds) make spare jobs worth buffering: for
 #: them a round trip between two jobs is a visible share of a processor's time.
 SHORT_JOB = 0.05
-#: Weight of the newest job in the running average of job durations.
+#: Weight of the newest job in the running average of job durations (and of the newest
+#: fetch in that of the jobs started during a fetch).
 SMOOTHING = 0.2
+#: Round trips' worth of jobs the spare holds when a round trip outlasts the fixed spare: the
+#: top-up starts at half of it (one and a half round trips left, a margin for a slow one).
+ROUND_TRIPS = 3
+#: The spare never exceeds this many times the concurrency, however short the jobs...
+SPARE_LIMIT = 4
+#: ...nor what the processors run in this long (seconds) at the average job's length, so the
+#: last spare job starts at most about this much later than an idle peer would start it.
+HOLD = 0.001
 
 
 class JobBuffer:
@@ -55,6 +70,15 @@ class JobBuffer:
         self.average: float | None = None
         #: A recovered job runs alone (`run_alone`): no other job starts until it ends.
         self.alone = False
+        #: Jobs started so far plus processors that found the buffer empty while a fetch was
+        #: under way (each would have started one), and the running average of how many of
+        #: those came while a top-up was under way (None until one was): what a round trip
+        #: must be covered with.
+        self.demand = 0
+        self.during: float | None = None
+        #: The spare for short jobs: the fixed one, or the round trips' worth of jobs when
+        #: that is more (`_reach`); recomputed after each top-up.
+        self.reach = max(2, self.concurrency // 2)
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         self._flushing = threading.Lock()
@@ -77,10 +101,13 @@ class JobBuffer:
         with self._ready:
             waited = False
             while self.alone or (not self.jobs and self.fetching):
+                if not waited and not self.jobs and self.fetching:
+                    self.demand += 1  # a job it would have started: the buffer ran dry
                 self._ready.wait()
                 waited = True
             if self.jobs:
                 self.running += 1
+                self.demand += 1
                 unit = self.jobs.popleft()
                 if waited and self.jobs:
                     self._ready.notify()  # the next waiting processor, for the rest
@@ -92,8 +119,11 @@ class JobBuffer:
                 count = max(1, self._batch_size())
             self.fetching = True
             acks, self.acks = self.acks, []
+            # Only a top-up (taken early, with jobs left) measures: a fetch from an empty
+            # buffer (at start, after idling) says nothing about how short jobs are.
+            began = None if unit is None else self.demand
         try:
-            self._fetch(count, acks)
+            self._fetch(count, acks, began)
         except REDIS_ERRORS:
             if unit is None:
                 raise
@@ -103,6 +133,7 @@ class JobBuffer:
                 self._ready.wait()
             if unit is None and self.jobs:
                 self.running += 1
+                self.demand += 1
                 unit = self.jobs.popleft()
             if unit is None:
                 self.blocking += 1
@@ -121,6 +152,7 @@ class JobBuffer:
                     while self.alone:  # in hand (in the working list), started afterwards
                         self._ready.wait()
                     self.running += 1
+                    self.demand += 1
         return unit
 
     def run_alone(
@@ -152,8 +184,10 @@ class JobBuffer:
             self.alone = False
             self._ready.notify_all()
 
-    def _fetch(self, count: int, acks: list[Unit]) -> None:
-        """The one fetch in flight: its jobs go to the buffer, for whoever is free."""
+    def _fetch(self, count: int, acks: list[Unit], began: int | None = None) -> None:
+        """The one fetch in flight: its jobs go to the buffer, for whoever is free. A fetch
+        that tops the buffer up counts the demand meanwhile (``began``: `demand` when it
+        was sent) for `_reach`."""
         units: list[Unit] = []
         try:
             units = self.fetcher.fetch(max(count, 0), acks)
@@ -164,6 +198,13 @@ class JobBuffer:
         finally:
             with self._ready:
                 self.fetching = False
+                if began is not None:
+                    sample = self.demand - began
+                    during = self.during
+                    self.during = (
+                        sample if during is None else during + (sample - during) * SMOOTHING
+                    )
+                    self._reach()
                 self.jobs.extend(units)
                 # One of those waiting for this batch, who wakes the next while jobs are
                 # left (`next`): with short jobs the running processors take most of a batch
@@ -172,18 +213,39 @@ class JobBuffer:
                 # batch is empty, all of them: each then looks again or goes to BLMOVE.
                 self._ready.notify(1 if units else self.concurrency)
 
+    def _reach(self) -> None:
+        """The spare for short jobs: at least ``max(2, concurrency // 2)``; more when the jobs
+        started during a fetch call for it (`ROUND_TRIPS` fetches' worth), at most
+        ``SPARE_LIMIT * concurrency`` and `HOLD`'s worth of jobs. Jobs of a few milliseconds
+        or more at concurrency 10 start about one per fetch, so they keep the fixed spare: a
+        process holds no more jobs a peer could run than before. When the buffer runs dry
+        during a fetch, each processor that then waits counts once, so the spare grows until
+        the round trip is covered (with pure-Python jobs the fetching thread gets the GIL back
+        only when the others wait, so for them the limits set it)."""
+        spare = max(2, self.concurrency // 2)
+        wanted = math.ceil(ROUND_TRIPS * (self.during or 0.0))
+        limit = SPARE_LIMIT * self.concurrency
+        if self.average:
+            limit = min(limit, int(self.concurrency * HOLD / self.average))
+        self.reach = max(spare, min(wanted, limit))
+
     def _spare(self) -> int:
         """Jobs to hold beyond the free processors: only while none waits in BLMOVE (the
-        queues have work) and recent jobs are short (a round trip between two of them shows)."""
-        if self.blocking == 0 and self.average is not None and self.average < SHORT_JOB:
-            return max(2, self.concurrency // 2)
-        return 0
+        queues have work) and recent jobs are short (a round trip between two of them shows);
+        then `reach`."""
+        if self.blocking or self.average is None or self.average >= SHORT_JOB:
+            return 0
+        return self.reach
 
     def _batch_size(self) -> int:
         """Jobs for the free processors (the caller included when it has no job yet) and
-        the spare ones, at most ``concurrency``."""
+        the spare ones, at most ``concurrency`` or the spare, whichever is more. The spare is
+        recomputed first, with the average job length as it is now: jobs that grew longer
+        since the last top-up are not fetched for by the spare of shorter ones."""
         free = self.concurrency - self.running - self.blocking
-        return min(self.concurrency, free + self._spare())
+        self._reach()
+        spare = self._spare()
+        return min(max(self.concurrency, spare), free + spare)
 
     def _surplus(self) -> list[Unit]:
         """With processors waiting in BLMOVE, the buffered jobs no free processor will take
