@@ -88,6 +88,42 @@ def test_every_processor_waiting_for_a_batch_gets_a_job_of_it(redis_url, r):
     assert not r.keys("djqueue:working:*")
 
 
+class FirstOfTwo(HeldFetcher):
+    """The first fetch brings two jobs at most: a batch sized for fewer than wait for it."""
+
+    def fetch(self, count: int, acks: Sequence[Unit] = (), back: Sequence[Unit] = ()) -> list[Unit]:
+        count, self.first = (
+            (min(count, 2), False) if getattr(self, "first", True) else (count, False)
+        )
+        return super().fetch(count, acks, back)
+
+
+def test_processors_left_waiting_by_a_small_batch_fetch_for_themselves(redis_url, r):
+    """Six processors wait for a batch that brings two jobs while more are queued behind the
+    ones it takes (pushed meanwhile): the processor taking the last of the batch wakes a
+    waiting one, which fetches; none sleeps beside a queue with jobs until a running job ends
+    (the running jobs here never end)."""
+    settings = djqueue.get_settings()
+    fetcher = FirstOfTwo(runtime_redis(settings), Keys(), "host:1:abcdefabcdef", (("default", 0),))
+    first = [jobs.record.perform_later("x", n) for n in range(2)]
+    buffer = JobBuffer(fetcher, 6)
+    taken: list[Unit | None] = []
+    threads = [
+        threading.Thread(target=lambda: taken.append(buffer.next()), daemon=True) for _ in range(6)
+    ]
+    threads[0].start()
+    wait_for(lambda: buffer.fetching, what="the first fetch under way")
+    for thread in threads[1:]:
+        thread.start()
+    time.sleep(0.1)  # the other five wait for that batch
+    later = [jobs.record.perform_later("y", n) for n in range(4)]
+    fetcher.go.set()
+    for thread in threads:
+        thread.join(5)
+    assert not any(thread.is_alive() for thread in threads), "processors left waiting"
+    assert sorted(json.loads(unit.raw)["jid"] for unit in taken if unit) == sorted(first + later)
+
+
 def test_quiet_sends_buffered_jobs_back_while_long_jobs_run(worker, r):
     event.perform_later("fast")
     event.perform_later("slow1", 2.0)
@@ -113,6 +149,23 @@ def test_quiet_sends_buffered_jobs_back_while_long_jobs_run(worker, r):
         ]
     )
     assert queued_jids(r) == waiting[::-1]
+
+
+def test_jobs_turned_long_do_not_wait_in_a_busy_workers_buffer(worker, r):
+    """Short jobs, then long ones: a top-up sized for the short ones brings long jobs that no
+    processor will take before a long one ends; after a beat with none taken they are back in
+    the queue (for an idle peer), while only the running two stay with this worker."""
+    for n in range(30):
+        event.perform_later(f"short{n}")
+    for n in range(6):
+        event.perform_later(f"long{n}", 3.0)
+    w = worker(concurrency=2)
+    wait_for(lambda: {"long0 started", "long1 started"} <= set(r.lrange("events", 0, -1)))
+    # Within a few beats (0.3 s here), long before the running ones end (3 s).
+    wait_for(lambda: r.llen("queue:default") == 4, timeout=2.0)
+    assert r.llen(f"djqueue:working:{w.identity}:default") == 2
+    assert "long0 finished" not in r.lrange("events", 0, -1)
+    w.stop()
 
 
 def test_term_pushes_buffered_jobs_back_and_never_reruns_finished_ones(worker, r):
@@ -283,3 +336,44 @@ def test_jobs_grown_longer_are_not_fetched_for_by_the_spare_of_shorter_ones(redi
     buffer.average = 0.01
     assert buffer.next() is not None
     assert fetcher.asked == [10]  # the ten free processors; the fixed spare (5) is capped
+
+
+def plain_buffer(concurrency: int) -> JobBuffer:
+    settings = djqueue.get_settings()
+    fetcher = Fetcher(runtime_redis(settings), Keys(), "host:1:abcdefabcdef", (("default", 0),))
+    return JobBuffer(fetcher, concurrency)
+
+
+def test_buffered_jobs_nobody_took_for_a_beat_go_back_to_their_queue(redis_url, r):
+    """Spare jobs fetched while jobs were short wait while every processor runs a long one
+    (the average learns it only as they end): after a beat in which none was taken they go
+    back to the queue, where an idle peer process takes them."""
+    [jobs.record.perform_later("x", n) for n in range(4)]
+    buffer = plain_buffer(4)
+    unit = buffer.next()  # one processor: a batch for four, three wait in the buffer
+    assert unit is not None and r.llen("queue:default") == 0
+    buffer.flush(beat=True)
+    assert r.llen("queue:default") == 0  # the first beat only notes what was taken
+    second = buffer.next()  # taken during the next beat: the buffer flows, it keeps the rest
+    buffer.flush(beat=True)
+    assert r.llen("queue:default") == 0
+    buffer.flush(beat=True)  # a whole beat with none taken: the two left go back
+    assert r.llen("queue:default") == 2
+    for done in (unit, second):
+        assert done is not None
+        buffer.finished(done, 0.0)
+    buffer.flush()
+    assert sum(buffer.held().values()) == 0
+
+
+def test_a_single_processor_holds_no_second_job_of_the_fixed_spare(redis_url, r):
+    """At concurrency 1 with short jobs, a fetch brings one job, as before the spare could
+    grow: the spare past the concurrency is only for a round trip that calls for it."""
+    [jobs.record.perform_later("x", n) for n in range(5)]
+    buffer = plain_buffer(1)
+    for _ in range(3):
+        unit = buffer.next()
+        assert unit is not None
+        buffer.finished(unit, 0.00001)
+    assert r.llen("queue:default") == 2
+    buffer.flush(push_back=True)

@@ -245,3 +245,26 @@ def test_with_log_threads_off_a_line_names_the_thread_that_logged_it(worker_setu
     tids = [json.loads(line)["tid"] if json_logs else line.split()[2][4:] for line in lines]
     assert tids == [log.tid(thread.ident)] * 2 + [log.tid(other.ident)]
     assert log.tid(handler.thread.ident) not in tids
+
+
+def test_an_integration_wrapping_the_loggers_dispatch_sees_the_job_lines(worker_setup, monkeypatch):
+    """Sentry's LoggingIntegration wraps `Logger.callHandlers` to make a breadcrumb (or a log
+    entry) of every line; a project's logger class may override `handle`. The lines then
+    go as records, through them, and are written as before."""
+    handler, path = worker_setup(False)
+    seen: list[str] = []
+    stdlib = logging.Logger.callHandlers
+
+    def breadcrumbs(self: logging.Logger, record: logging.LogRecord) -> None:
+        seen.append(record.getMessage())
+        stdlib(self, record)
+
+    monkeypatch.setattr(logging.Logger, "callHandlers", breadcrumbs)
+    assert log.sole_handler(worker_log) is None
+    run_jobs(PAYLOADS[0])
+    assert seen[0] == "start" and seen[1].startswith("done")
+    monkeypatch.undo()
+    assert log.sole_handler(worker_log) is handler
+    lines = written(handler, path)
+    assert len(lines) == 2
+    assert lines[0].endswith("INFO: start") and "INFO: done: " in lines[1]

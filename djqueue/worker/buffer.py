@@ -79,6 +79,9 @@ class JobBuffer:
         #: The spare for short jobs: the fixed one, or the round trips' worth of jobs when
         #: that is more (`_reach`); recomputed after each top-up.
         self.reach = max(2, self.concurrency // 2)
+        #: `demand` at the last beat's flush: unchanged at the next one, no buffered job was
+        #: taken for a whole beat.
+        self._beat_demand = -1
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         self._flushing = threading.Lock()
@@ -112,6 +115,11 @@ class JobBuffer:
                 if waited and self.jobs:
                     self._ready.notify()  # the next waiting processor, for the rest
                 if self.fetching or len(self.jobs) >= self._spare() // 2:
+                    if not self.jobs and not self.fetching:
+                        # The last job of a batch smaller than its waiters, and nobody
+                        # fetching: one still waiting fetches for itself (and so on), or it
+                        # would wait for a running job to end, however long.
+                        self._ready.notify()
                     return unit
                 count = self._batch_size() - len(self.jobs)
             else:
@@ -239,13 +247,15 @@ class JobBuffer:
 
     def _batch_size(self) -> int:
         """Jobs for the free processors (the caller included when it has no job yet) and
-        the spare ones, at most ``concurrency`` or the spare, whichever is more. The spare is
+        the spare ones, at most ``concurrency`` (the spare, when it grew past the fixed one
+        to cover the round trip, and that is more). The spare is
         recomputed first, with the average job length as it is now: jobs that grew longer
         since the last top-up are not fetched for by the spare of shorter ones."""
         free = self.concurrency - self.running - self.blocking
         self._reach()
         spare = self._spare()
-        return min(max(self.concurrency, spare), free + spare)
+        grown = self.reach > max(2, self.concurrency // 2)
+        return min(max(self.concurrency, spare) if grown else self.concurrency, free + spare)
 
     def _surplus(self) -> list[Unit]:
         """With processors waiting in BLMOVE, the buffered jobs no free processor will take
@@ -301,9 +311,15 @@ class JobBuffer:
         with self._lock:
             self.running -= 1
 
-    def flush(self, push_back: bool = False, queues: frozenset[str] = frozenset()) -> None:
+    def flush(
+        self, push_back: bool = False, queues: frozenset[str] = frozenset(), beat: bool = False
+    ) -> None:
         """Acknowledge the finished jobs now and, when ``push_back``, send every buffered job
         back to the front of its queue (else those of ``queues``: paused), in one call.
+        After a beat (``beat``), buffered jobs none of which was taken since the last beat go
+        back too: the spare was fetched for short jobs, and when the jobs turn long (the
+        average only learns it as they end) every processor is busy for a while, so they
+        would wait here while a peer process is idle: they wait at most two beats.
         Called after each heartbeat (so an acknowledgement never waits longer than a beat),
         on quiet, at shutdown, and by the event loop when async jobs end. One at a time: the
         shutdown's flush, which comes right before the working lists are pushed back, waits
@@ -321,6 +337,11 @@ class JobBuffer:
                         self.jobs = deque(unit for unit in self.jobs if unit.queue not in queues)
                 else:
                     back = []
+                if beat and not push_back:
+                    if self.jobs and self.demand == self._beat_demand:
+                        back += reversed(self.jobs)
+                        self.jobs.clear()
+                    self._beat_demand = self.demand
             try:
                 self.fetcher.fetch(0, acks, back)
             except BaseException:

@@ -284,16 +284,29 @@ def as_record(item: logging.LogRecord | Line) -> logging.LogRecord:
     return record
 
 
+#: The standard library's own dispatch of a record: an integration that wraps it (Sentry's
+#: LoggingIntegration patches `Logger.callHandlers` to make breadcrumbs and log entries of
+#: every line), or a logger class of the project's (`logging.setLoggerClass`), sees lines
+#: only on the record path.
+_DISPATCH = (logging.Logger.handle, logging.Logger.callHandlers)
+
+
+def _stdlib_dispatch(source: logging.Logger) -> bool:
+    kind = type(source)
+    return (kind.handle, kind.callHandlers) == _DISPATCH
+
+
 def sole_handler(source: logging.Logger) -> BackgroundHandler | None:
     """The worker's handler (`setup`) when an INFO line of ``source`` reaches it and nothing
     else: no filter on ``source`` or on the handler, not disabled, no other handler on the way
-    up to where propagation stops, and the handler's level at INFO or lower. Then nothing but
+    up to where propagation stops, the handler's level at INFO or lower, and the logging
+    module's own dispatch (no integration wrapping `Logger.callHandlers`). Then nothing but
     that handler's format can see the line, and `BackgroundHandler.put_line` may hand it over
     as fields (its writer makes a record of it after all for a format not its own). Else
     None: the line goes through `logging` as any other (a user's handler, filter or level
     sees it as before). Looked up for each line, so a configuration changed while the worker
     runs counts from the next line on."""
-    if source.filters or source.disabled:
+    if source.filters or source.disabled or not _stdlib_dispatch(source):
         return None
     found = None
     current: logging.Logger | None = source

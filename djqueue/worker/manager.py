@@ -135,9 +135,10 @@ class Manager:
     def tidy(self, paused: frozenset[str] = frozenset()) -> None:
         """Acknowledge finished jobs; when quiet, push back buffered ones, else those of the
         ``paused`` queues (they wait there for the resume; after an outage that made a
-        push-back fail, the next beat's tidy sends them). After each beat."""
+        push-back fail, the next beat's tidy sends them) and those no processor took for a
+        whole beat (`JobBuffer.flush`). After each beat."""
         try:
-            self.buffer.flush(push_back=self.quieting.is_set(), queues=paused)
+            self.buffer.flush(push_back=self.quieting.is_set(), queues=paused, beat=True)
         except REDIS_ERRORS:
             pass  # kept for the next try; they are in the working list meanwhile
 
