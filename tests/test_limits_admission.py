@@ -217,3 +217,18 @@ def test_a_parked_list_too_long_to_read_for_a_page_shows_a_floor(r, monkeypatch)
     assert row.parked_text == "5+"
     assert "5+" in report.queues().splitlines()[1].split()
     assert Queue("default").parked == 5
+
+
+def test_a_paused_queues_jobs_take_no_room_from_their_limiters_jobs_elsewhere(r):
+    """Jobs pushed into a paused queue wait there, uncounted: counted, they would hold their
+    limiter's room until the sweep dropped them, parking its jobs of running queues."""
+    from djqueue.api import Queue
+
+    Queue("default").pause()
+    capped.perform_bulk([[n] for n in range(5)])
+    assert r.llen("queue:default") == 5 and r.llen(PARKED) == 0
+    assert r.zcard(ADMITTED) == 0
+    elsewhere = [capped.set(queue="other").perform_later(n) for n in range(4)]
+    assert r.llen("queue:other") == 3  # the limiter's three slots, for a running queue
+    assert json.loads(r.lindex(PARKED, 0))["jid"] == elsewhere[3]
+    Queue("default").resume()

@@ -38,7 +38,7 @@ local function admission_limits(json)
   if #found == 0 then
     return nil
   end
-  return decoded['jid'], found
+  return decoded['jid'], found, decoded['queue']
 end
 
 -- Note limiter NAME's definition in LIMITERS (name -> JSON) unless one is there: a job parked
@@ -75,8 +75,16 @@ end
 -- its queue (entered in each limiter's admitted set), false when it was parked here. A
 -- limiter whose keys hold other types admits (noted): the fetch still checks it.
 local function admit(json, own)
-  local jid, found = admission_limits(json)
+  local jid, found, queue = admission_limits(json)
   if not jid then
+    return true
+  end
+  -- A paused queue's job is queued uncounted: counted, it would hold room its limiters'
+  -- jobs of running queues could use until the sweep dropped it (a lease), and nothing
+  -- takes it before the resume (then the fetch checks it, as any job's).
+  local paused = own .. 'paused'
+  if type(queue) == 'string' and key_is(paused, 'set', 'skipped: no queue counts as paused')
+      and redis.call('SISMEMBER', paused, queue) == 1 then
     return true
   end
   if not admission_now then
