@@ -63,17 +63,31 @@ class HeldFetcher(Fetcher):
         return super().fetch(count, acks, back)
 
 
+def buffer_with(concurrency: int, fetcher_class: type[Fetcher] = Fetcher) -> JobBuffer:
+    """A job buffer over the ``default`` queue, fetching with ``fetcher_class``."""
+    redis_client = runtime_redis(djqueue.get_settings())
+    keys, identity = Keys(), "host:1:abcdefabcdef"
+    return JobBuffer(fetcher_class(redis_client, keys, identity, (("default", 0),)), concurrency)
+
+
+def processors(buffer: JobBuffer, count: int) -> tuple[list[threading.Thread], list[Unit | None]]:
+    """``count`` threads (not started) that each take one job, and the list they add it to."""
+    taken: list[Unit | None] = []
+    threads = [
+        threading.Thread(target=lambda: taken.append(buffer.next()), daemon=True)
+        for _ in range(count)
+    ]
+    return threads, taken
+
+
 def test_every_processor_waiting_for_a_batch_gets_a_job_of_it(redis_url, r):
     """A batch wakes one of the processors waiting for it, which wakes the next once it has
     its job: all four get one of the four jobs, none is left asleep beside a buffered job."""
-    settings = djqueue.get_settings()
-    fetcher = HeldFetcher(runtime_redis(settings), Keys(), "host:1:abcdefabcdef", (("default", 0),))
     jids = [jobs.record.perform_later("x", n) for n in range(4)]
-    buffer = JobBuffer(fetcher, 4)
-    taken: list[Unit | None] = []
-    threads = [
-        threading.Thread(target=lambda: taken.append(buffer.next()), daemon=True) for _ in range(4)
-    ]
+    buffer = buffer_with(4, HeldFetcher)
+    fetcher = buffer.fetcher
+    assert isinstance(fetcher, HeldFetcher)
+    threads, taken = processors(buffer, 4)
     for thread in threads:
         thread.start()
         time.sleep(0.05)  # the first fetches (held); the next ones wait for its batch
@@ -91,10 +105,11 @@ def test_every_processor_waiting_for_a_batch_gets_a_job_of_it(redis_url, r):
 class FirstOfTwo(HeldFetcher):
     """The first fetch brings two jobs at most: a batch sized for fewer than wait for it."""
 
+    first = True
+
     def fetch(self, count: int, acks: Sequence[Unit] = (), back: Sequence[Unit] = ()) -> list[Unit]:
-        count, self.first = (
-            (min(count, 2), False) if getattr(self, "first", True) else (count, False)
-        )
+        if self.first:
+            count, self.first = min(count, 2), False
         return super().fetch(count, acks, back)
 
 
@@ -103,14 +118,11 @@ def test_processors_left_waiting_by_a_small_batch_fetch_for_themselves(redis_url
     ones it takes (pushed meanwhile): the processor taking the last of the batch wakes a
     waiting one, which fetches; none sleeps beside a queue with jobs until a running job ends
     (the running jobs here never end)."""
-    settings = djqueue.get_settings()
-    fetcher = FirstOfTwo(runtime_redis(settings), Keys(), "host:1:abcdefabcdef", (("default", 0),))
     first = [jobs.record.perform_later("x", n) for n in range(2)]
-    buffer = JobBuffer(fetcher, 6)
-    taken: list[Unit | None] = []
-    threads = [
-        threading.Thread(target=lambda: taken.append(buffer.next()), daemon=True) for _ in range(6)
-    ]
+    buffer = buffer_with(6, FirstOfTwo)
+    fetcher = buffer.fetcher
+    assert isinstance(fetcher, FirstOfTwo)
+    threads, taken = processors(buffer, 6)
     threads[0].start()
     wait_for(lambda: buffer.fetching, what="the first fetch under way")
     for thread in threads[1:]:
@@ -338,18 +350,12 @@ def test_jobs_grown_longer_are_not_fetched_for_by_the_spare_of_shorter_ones(redi
     assert fetcher.asked == [10]  # the ten free processors; the fixed spare (5) is capped
 
 
-def plain_buffer(concurrency: int) -> JobBuffer:
-    settings = djqueue.get_settings()
-    fetcher = Fetcher(runtime_redis(settings), Keys(), "host:1:abcdefabcdef", (("default", 0),))
-    return JobBuffer(fetcher, concurrency)
-
-
 def test_buffered_jobs_nobody_took_for_a_beat_go_back_to_their_queue(redis_url, r):
     """Spare jobs fetched while jobs were short wait while every processor runs a long one
     (the average learns it only as they end): after a beat in which none was taken they go
     back to the queue, where an idle peer process takes them."""
     [jobs.record.perform_later("x", n) for n in range(4)]
-    buffer = plain_buffer(4)
+    buffer = buffer_with(4)
     unit = buffer.next()  # one processor: a batch for four, three wait in the buffer
     assert unit is not None and r.llen("queue:default") == 0
     buffer.flush(beat=True)
@@ -370,7 +376,7 @@ def test_a_single_processor_holds_no_second_job_of_the_fixed_spare(redis_url, r)
     """At concurrency 1 with short jobs, a fetch brings one job, as before the spare could
     grow: the spare past the concurrency is only for a round trip that calls for it."""
     [jobs.record.perform_later("x", n) for n in range(5)]
-    buffer = plain_buffer(1)
+    buffer = buffer_with(1)
     for _ in range(3):
         unit = buffer.next()
         assert unit is not None

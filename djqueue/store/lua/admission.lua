@@ -12,8 +12,6 @@
 
 --!include parking
 
-local admission_now
-
 -- The job's jid and its concurrency limiters as its payload names them ({{name, limit}, ...}),
 -- or nil: the field is looked for as text first, so other jobs cost one string.find.
 local function admission_limits(json)
@@ -84,12 +82,8 @@ local function admit(json, own)
   -- takes it before the resume (then the fetch checks it, as any job's).
   local paused = own .. 'paused'
   if type(queue) == 'string' and key_is(paused, 'set', 'skipped: no queue counts as paused')
-      and redis.call('SISMEMBER', paused, queue) == 1 then
+      and queue_paused(paused, queue) then
     return true
-  end
-  if not admission_now then
-    local t = redis.call('TIME')
-    admission_now = tonumber(t[1]) + tonumber(t[2]) / 1000000
   end
   local entering = {}
   for _, pair in ipairs(found) do
@@ -100,7 +94,7 @@ local function admit(json, own)
         and key_is(parked, 'list', 'skipped: jobs go to their queues unchecked')
         and key_is(admitted, 'zset', 'skipped: jobs go to their queues unchecked') then
       -- Parked jobs first: a slot given back goes to the oldest of them.
-      if redis.call('LLEN', parked) > 0 or room(key, admitted, limit, admission_now) <= 0 then
+      if redis.call('LLEN', parked) > 0 or room(key, admitted, limit, parking_clock()) <= 0 then
         park_job(parked, own .. 'parked', name, json)
         define(own .. 'limiters', name, limit)
         return false
@@ -109,8 +103,7 @@ local function admit(json, own)
     end
   end
   for _, admitted in ipairs(entering) do
-    redis.call('ZADD', admitted, admission_now, jid)
-    redis.call('EXPIRE', admitted, ADMITTED_LIFE)
+    enter_admitted(admitted, jid)
   end
   return true
 end

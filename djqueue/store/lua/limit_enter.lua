@@ -39,8 +39,7 @@
 local FIRST = 6
 -- Added to the moment a limiter opens, against the rounding of the times' sums.
 local MARGIN = 0.001
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local now = parking_clock()
 local lease = tonumber(ARGV[1])
 local holder = ARGV[2]
 local life = tonumber(ARGV[3])

@@ -18,8 +18,7 @@
 
 --!include parking
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local now = parking_clock()
 local holder = ARGV[1]
 local unparked = 0
 for i = 1, (#KEYS - 2) / 3 do

@@ -20,8 +20,7 @@
 
 --!include parking
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local now = parking_clock()
 local most = tonumber(ARGV[5])
 local unparked = 0
 if not key_is(KEYS[1], 'set', 'skipped: only slots given back unpark jobs') then

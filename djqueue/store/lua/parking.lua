@@ -61,6 +61,32 @@ local function parked_queue(job, default)
   return default, jid
 end
 
+local parking_now
+
+-- Redis's clock in seconds, read once per script call: what admitted entries are dated by
+-- and what a slot's lease is compared with.
+local function parking_clock()
+  if not parking_now then
+    local t = redis.call('TIME')
+    parking_now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  end
+  return parking_now
+end
+
+-- JID is on its way to a slot of the limiter whose admitted set is ADMITTED (sent to its
+-- queue, not started): a push or an unparking meanwhile does not count that slot free.
+local function enter_admitted(admitted, jid)
+  redis.call('ZADD', admitted, parking_clock(), jid)
+  redis.call('EXPIRE', admitted, ADMITTED_LIFE)
+end
+
+-- Whether QUEUE is in the paused queues' set PAUSED, for a caller that checked PAUSED is a
+-- set (a paused set of another type pauses nothing, noted there). A paused queue's jobs
+-- take no limiter slot: nothing takes them before the resume.
+local function queue_paused(paused, queue)
+  return redis.call('SISMEMBER', paused, queue) == 1
+end
+
 -- Jobs of the concurrency limiter whose admitted set is ADMITTED sent to their queues and not
 -- started yet (park-at-push, admission.lua): 0 when the key holds another type (noted).
 local function admitted_count(admitted)
@@ -84,7 +110,6 @@ local function unpark(parked, index, name, count, paused, queue_prefix, default,
   end
   local pausing = key_is(paused, 'set', 'skipped: no queue counts as paused')
   local admitting = key_is(admitted, 'zset', 'skipped: jobs sent back are not counted')
-  local now
   local moved, looked = 0, 0
   local moves = {}
   while moved < count and looked < count + PARKED_LOOK do
@@ -98,15 +123,10 @@ local function unpark(parked, index, name, count, paused, queue_prefix, default,
     if key_is(key, 'list', 'skipped: a job parked for it stays parked') then
       redis.call('RPOP', parked)
       moves[#moves + 1] = {key, job}
-      if not (pausing and redis.call('SISMEMBER', paused, queue) == 1) then
+      if not (pausing and queue_paused(paused, queue)) then
         moved = moved + 1
         if admitting and jid then
-          if not now then
-            local t = redis.call('TIME')
-            now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-          end
-          redis.call('ZADD', admitted, now, jid)
-          redis.call('EXPIRE', admitted, ADMITTED_LIFE)
+          enter_admitted(admitted, jid)
         end
       end
     else
