@@ -16,11 +16,13 @@ Every case is timed at two layers:
   sessions, authentication, the admin's context and the template on top of the page model.
 
 The cases, on each list: page 1 and page 500 (25 rows a page); a search (``?q=``) matching about
-10 % of the jobs, page 1 and its last page (page 500 when there is one; 10 % of 100,000 jobs is
-400 pages); a job-name filter (``?job=``) page 1, its middle page and its last page; and the
+10 % of the jobs, page 1 and its last page (page 500 when there is one), and on a list longer
+than ``djqueue.store.listing.SEARCH_PART`` (50,000) page 1 of its second part (a search reads
+one part of a long list: its last page is the last of the part, 10 % of 50,000 jobs is 200
+pages); a job-name filter (``?job=``) page 1, its middle page and its last page; and the
 sidebar with counts (``?_facets=1``) page 1. A plain page is one MULTI (a slice and the size);
-a filtered page or one with counts is found inside Redis by ``scan.lua``, which reads the whole
-list to count the matches, except on the retry set without search text, whose counts are kept
+a filtered page or one with counts is found inside Redis by ``scan.lua``, which reads the list's
+part to count the matches, except on the retry set without search text, whose counts are kept
 (``djqueue.store.tallies``): there a job filter's rows are walked from the nearer end.
 
 The queue's jobs are pushed through djqueue's own client: ``perform_later`` of eight registered
@@ -395,14 +397,14 @@ def cases_for(kind: str) -> list[Case]:
         Case(kind, "page 500", {"p": "500"}),
         Case(kind, f"search q={SEARCH}, page 1", {"q": SEARCH}),
     ]
-    matches = found[-1].read().total
-    pages = max(1, -(-matches // PER_PAGE))
+    first = found[-1].read()
+    pages = max(1, -(-first.total // PER_PAGE))
     deep = min(500, pages)
     label = "page 500" if deep == 500 else f"page {deep} (last)"
-    found += [
-        Case(kind, f"search, {label}", {"q": SEARCH, "p": str(deep)}),
-        Case(kind, f"job={FILTER_JOB.rsplit('.', 1)[1]}, page 1", {"job": FILTER_JOB}),
-    ]
+    found.append(Case(kind, f"search, {label}", {"q": SEARCH, "p": str(deep)}))
+    if first.next_part:
+        found.append(Case(kind, "search, part 2, page 1", {"q": SEARCH, "part": "2"}))
+    found.append(Case(kind, f"job={FILTER_JOB.rsplit('.', 1)[1]}, page 1", {"job": FILTER_JOB}))
     matches = found[-1].read().total
     last = max(1, -(-matches // PER_PAGE))
     found += [

@@ -32,7 +32,7 @@ from djqueue.api import DeadSet, Queue, RetrySet, ScheduledSet
 from djqueue.payload import dumps
 from djqueue.periodic_cron import iso, parse
 from djqueue.periodic_declaration import build
-from djqueue.store import Keys
+from djqueue.store import Keys, listing
 from djqueue.store.periodic import PeriodicStore
 from djqueue.web.lists import job_list
 from djqueue.web.query import ListQuery
@@ -463,6 +463,49 @@ def test_select_all_asks_then_acts(page: Page, mount: Mount) -> None:
     expect(messages(page)).to_have_text(["Deleted 30 jobs."])
     expect(page.locator(".djqueue-empty")).to_have_text("No jobs here.")
     assert DeadSet().size == 0
+
+
+def test_a_search_of_a_long_list_reads_it_a_part_at_a_time(
+    page: Page,
+    mount: Mount,
+    monkeypatch: pytest.MonkeyPatch,
+    browser: Browser,
+    problems: Problems,
+    settings: Any,
+) -> None:
+    monkeypatch.setattr(listing, "SEARCH_PART", 20)  # the servers run in this process
+    for n in range(50):
+        name = "tests.Needle" if n % 2 else "tests.Hay"
+        DeadSet().kill({"class": name, "args": [n], "jid": f"{n:024x}", "queue": "q"})
+    go(page, mount.url("dead") + "?q=needle")
+    count = page.locator(".djqueue-count")
+    expect(count).to_contain_text("10 results in entries 1–20 (50 total)")
+    expect(rows(page)).to_have_count(10)
+    shoot(page, mount, "search-part-light")
+    with page.expect_navigation():
+        page.get_by_role("link", name="Search entries 21–40").click()
+    expect(count).to_contain_text("10 results in entries 21–40")
+    expect(page.get_by_role("link", name="Search entries 1–20")).to_be_visible()
+    expect(page.get_by_role("link", name="Search entries 41–50")).to_be_visible()
+    settings.LANGUAGES = [("en", "English"), ("fa", "Persian")]
+    persian = open_page(browser, mount, problems, locale="fa")
+    go(persian, mount.url("dead") + "?q=needle&part=2")
+    expect(persian.locator(".djqueue-count")).to_contain_text("10 نتیجه در مدخل‌های 21 تا 40")
+    shoot(persian, mount, "search-part-fa")
+    persian.context.close()
+    page.check("#action-toggle")
+    page.get_by_role("button", name="Select every matching job, in all entries").click()
+    expect(page.locator(".action-counter")).to_have_text(
+        "Every matching job selected, in all entries"
+    )
+    page.select_option("select[name=action]", "delete")
+    with page.expect_navigation():
+        page.click("#changelist-form button[name=index]")
+    expect(page.locator("h2.djqueue-question")).to_have_text("Delete all 25 jobs?")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Yes, I’m sure").click()
+    expect(messages(page)).to_have_text(["Deleted 25 jobs."])
+    assert sorted(e.display_name for e in DeadSet().jobs(0, 100)) == ["tests.Hay"] * 25
 
 
 def test_clear_a_queue_quiet_a_process_disable_a_periodic_job(

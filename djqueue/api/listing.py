@@ -30,6 +30,10 @@ class Listing(Generic[R]):
     names: Counter[str] = field(default_factory=Counter)
     #: Matches per queue.
     queues: Counter[str] = field(default_factory=Counter)
+    #: The entries searched, as indexes ``(first, end)``, when the filter read a part of the
+    #: queue or set rather than all of it (`djqueue.store.listing.SEARCH_PART`): ``matches``
+    #: and the counts are those of the part.
+    part: tuple[int, int] | None = None
 
     @property
     def total(self) -> int:

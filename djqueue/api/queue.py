@@ -158,17 +158,34 @@ class Queue(ApiObject):
         return [JobRecord(raw, self) for raw in raws]
 
     def page(
-        self, offset: int = 0, limit: int = 25, keep: Filter | None = None, facets: bool = False
+        self,
+        offset: int = 0,
+        limit: int = 25,
+        keep: Filter | None = None,
+        facets: bool = False,
+        first: int = 0,
+        all_entries: bool = False,
     ) -> Listing[JobRecord]:
         """One page, newest first, with the queue's size read in the same MULTI; with ``keep``
-        (a `Filter`) only the matching jobs, found inside Redis (see `djqueue.store.listing`),
-        and with ``facets`` the matches per job name."""
+        (a `Filter`) only the matching jobs among `djqueue.store.listing.SEARCH_PART` from
+        index ``first`` (``Listing.part`` says which when that is not the whole queue; every
+        job with ``all_entries``), found inside Redis (see `djqueue.store.listing`), and with
+        ``facets`` the matches per job name."""
         if offset < 0 or limit < 1:
             raise ValueError("offset must be >= 0 and limit >= 1")
         if keep or facets:
             found = self._call(
                 lambda: scan_page(
-                    self.redis, self.key, "list", offset, limit, False, keep or Filter(), facets
+                    self.redis,
+                    self.key,
+                    "list",
+                    offset,
+                    limit,
+                    False,
+                    keep or Filter(),
+                    facets,
+                    first=first,
+                    all_entries=all_entries,
                 )
             )
         else:
@@ -180,7 +197,7 @@ class Queue(ApiObject):
             record = JobRecord(raw, self)
             record.index = int(index)
             records.append(record)
-        return Listing(records, found.size, found.matches, found.names, found.queues)
+        return Listing(records, found.size, found.matches, found.names, found.queues, found.part)
 
     def __iter__(self) -> Iterator[JobRecord]:
         """Every job, newest first, a page at a time.

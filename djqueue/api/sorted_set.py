@@ -88,12 +88,16 @@ class SortedSet(ApiObject):
         keep: Filter | None = None,
         facets: bool = False,
         newest_first: bool | None = None,
+        first: int = 0,
+        all_entries: bool = False,
     ) -> Listing[SortedEntry]:
         """One page in the order of `jobs`, with the set's size read in the same MULTI; with
         ``keep`` (a `Filter`) only the matching entries, found inside Redis (see
         `djqueue.store.listing`), and with ``facets`` the matches per job name and queue. The
         retry and dead sets' totals and counts by job and queue are kept as entries come and
-        go (`djqueue.store.tallies`): only search text reads every entry."""
+        go (`djqueue.store.tallies`): only search text reads entries,
+        `djqueue.store.listing.SEARCH_PART` of them from index ``first`` (``Listing.part``
+        says which when that is not the whole set), or every one with ``all_entries``."""
         if offset < 0 or limit < 1:
             raise ValueError("offset must be >= 0 and limit >= 1")
         desc = self.newest_first if newest_first is None else newest_first
@@ -103,19 +107,37 @@ class SortedSet(ApiObject):
             if tally and not keep.text:
                 found = self._call(
                     lambda: counted_page(
-                        self.redis, self.key, tally, offset, limit, desc, keep, facets
+                        self.redis,
+                        self.key,
+                        tally,
+                        offset,
+                        limit,
+                        desc,
+                        keep,
+                        facets,
+                        first,
+                        all_entries,
                     )
                 )
             else:
                 found = self._call(
                     lambda: scan_page(
-                        self.redis, self.key, "zset", offset, limit, desc, keep, facets
+                        self.redis,
+                        self.key,
+                        "zset",
+                        offset,
+                        limit,
+                        desc,
+                        keep,
+                        facets,
+                        first=first,
+                        all_entries=all_entries,
                     )
                 )
         else:
             found = self._call(lambda: read_page(self.redis, self.key, "zset", offset, limit, desc))
         entries = self._entries(found.rows)
-        return Listing(entries, found.size, found.matches, found.names, found.queues)
+        return Listing(entries, found.size, found.matches, found.names, found.queues, found.part)
 
     def _destined(self, keep: Filter) -> Filter:
         """``keep`` reading each job's queue as `destination` does, so the queue filter and

@@ -18,7 +18,7 @@ from ..config import Settings, get_settings
 from . import busy
 from .actions import DELETE, Action, find_action, run
 from .i18n import gettext, ngettext
-from .lists import job_list, list_filter
+from .lists import list_filter, match_count
 from .query import ListQuery
 
 #: ``allowed("change")`` / ``allowed("delete")``: may the user do that?
@@ -95,7 +95,7 @@ def list_action(
         ticked: dict[str, str | list[str]] = {"action": action.name, "_selected_action": keys}
         return Outcome(question=question, fields=ticked)
     if every and form.get("confirm") != "yes":
-        total = job_list(kind, params, queue=queue, settings=settings).total
+        total = match_count(kind, params, queue=queue, settings=settings)
         fields = {"action": action.name, "select_across": "1"}
         return Outcome(question=action.confirm(total), fields=fields)
     keep = list_filter(kind, params, settings or get_settings())

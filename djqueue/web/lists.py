@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..api import DeadSet, JobRecord, Queue, RetrySet, ScheduledSet, SortedEntry, SortedSet
 from ..config import Settings
+from ..store import listing as store_listing
 from ..store.listing import Filter
 from . import display
 from .actions import Action, actions_for
@@ -112,6 +113,12 @@ class JobList:
     #: Query strings turning the sidebar's counts on or off, and dropping every filter.
     facets_url: str = ""
     clear_url: str = ""
+    #: The entries a filter searched, 1-based first and last, when that was a part of the
+    #: list (`djqueue.store.listing.SEARCH_PART`): the matches and counts are the part's.
+    searched: tuple[int, int] | None = None
+    #: The parts before and after it: (first entry, last entry, query string).
+    previous_part: tuple[int, int, str] | None = None
+    next_part: tuple[int, int, str] | None = None
 
     @property
     def total(self) -> int:
@@ -149,8 +156,9 @@ def job_list(
     show_args = where.settings.web_show_args
     keep = list_filter(kind, params, where.settings)
     paging = Paging(params.page, 0)
-    listing = where.page(paging.offset, paging.per_page, keep, params.facets)
+    listing = where.page(paging.offset, paging.per_page, keep, params.facets, first=params.first)
     paging = Paging(params.page, listing.total)
+    searched, previous_part, next_part = _parts(params, listing.part, listing.size)
     now = time.time()
     rows = [row(record, kind, show_args, now) for record in listing.records]
     for found in rows:
@@ -181,7 +189,39 @@ def job_list(
         page_links=links,
         facets_url=params.url(facets=not params.facets, page=params.page),
         clear_url=ListQuery(facets=params.facets).url(),
+        searched=searched,
+        previous_part=previous_part,
+        next_part=next_part,
     )
+
+
+def match_count(
+    kind: str, params: ListQuery, queue: str = "", settings: Settings | None = None
+) -> int:
+    """Every job the list's filters match, in the whole list, not only the part a page
+    searches: what an action on all of them is about to change (a confirmation, read once)."""
+    where = source(kind, queue, settings)
+    keep = list_filter(kind, params, where.settings)
+    return where.page(0, 1, keep, all_entries=True).total
+
+
+def _parts(
+    params: ListQuery, part: tuple[int, int] | None, size: int
+) -> tuple[tuple[int, int] | None, tuple[int, int, str] | None, tuple[int, int, str] | None]:
+    """The entries searched (1-based) and the parts before and after them, with their links,
+    when a filter searched part of the list."""
+    if part is None:
+        return None, None, None
+    first, end = part
+    each = store_listing.SEARCH_PART
+    previous = None
+    if params.part > 1:
+        start = max(0, first - each)
+        previous = (start + 1, first, params.url(part=params.part - 1))
+    following = None
+    if end < size:
+        following = (end + 1, min(end + each, size), params.url(part=params.part + 1))
+    return (min(first + 1, end), end), previous, following
 
 
 def list_filter(kind: str, params: ListQuery, settings: Settings) -> Filter:

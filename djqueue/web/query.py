@@ -1,4 +1,5 @@
-"""What a list page was asked for: page number, search text, job and queue filters, counts.
+"""What a list page was asked for: page number, search text, job and queue filters, counts,
+and which part of a long list a filter searches (`djqueue.store.listing.SEARCH_PART`).
 
 Read from a query string as both frameworks hand it over (a mapping of names to strings), with
 anything unreadable falling back to the default rather than failing: a hand-edited URL shows
@@ -13,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
+from ..store import listing
 from ..store.listing import Filter
 
 #: Search text longer than this is cut: it is matched against every entry of the set.
@@ -32,6 +34,9 @@ class ListQuery:
     queue: str = ""
     #: Show counts beside the filter choices (Django's admin calls the parameter ``_facets``).
     facets: bool = False
+    #: Which ``SEARCH_PART`` entries a filter reads, from 1: the part from entry
+    #: ``(part - 1) * SEARCH_PART``. A list no longer than one part has only part 1.
+    part: int = 1
 
     @classmethod
     def parse(cls, params: Mapping[str, Any]) -> ListQuery:
@@ -39,12 +44,15 @@ class ListQuery:
             raw = params.get(name, "")
             return raw.strip() if isinstance(raw, str) else ""
 
-        try:
-            page = min(max(1, int(value("p") or 1)), MAX_PAGE)
-        except ValueError:
-            page = 1
+        def number(name: str) -> int:
+            try:
+                return min(max(1, int(value(name) or 1)), MAX_PAGE)
+            except ValueError:
+                return 1
+
         return cls(
-            page=page,
+            page=number("p"),
+            part=number("part"),
             q=value("q")[:MAX_SEARCH],
             job=value("job"),
             queue=value("queue"),
@@ -65,6 +73,11 @@ class ListQuery:
     def filtered(self) -> bool:
         return bool(self.q or self.job or self.queue)
 
+    @property
+    def first(self) -> int:
+        """The index of the first entry the part searches."""
+        return (self.part - 1) * listing.SEARCH_PART
+
     def params(self) -> dict[str, str]:
         found: dict[str, str] = {}
         if self.q:
@@ -75,14 +88,19 @@ class ListQuery:
             found["queue"] = self.queue
         if self.facets:
             found["_facets"] = "1"
+        if self.part > 1 and (self.filtered or self.facets):
+            found["part"] = str(self.part)
         if self.page > 1:
             found["p"] = str(self.page)
         return found
 
     def url(self, **changes: Any) -> str:
-        """``?q=...&p=2`` for this query with ``changes`` (a filter change goes to page 1)."""
+        """``?q=...&p=2`` for this query with ``changes`` (a filter change goes to page 1 of
+        part 1, another part to its page 1)."""
         if "page" not in changes:
             changes["page"] = 1
+        if "part" not in changes and {"q", "job", "queue"} & changes.keys():
+            changes["part"] = 1
         encoded = urlencode(replace(self, **changes).params())
         return f"?{encoded}" if encoded else "?"
 

@@ -6,7 +6,7 @@
 -- already has. Texts are compared as the JSON spells them (the caller escapes its own).
 -- KEYS[1] = the list or sorted set
 -- ARGV[1] = "list" or "zset"; ARGV[2] = "1" for the highest score first (zset)
--- ARGV[3] = first index; ARGV[4] = entries per call
+-- ARGV[3] = first index; ARGV[4] = most entries this call reads
 -- ARGV[5] = matches to step over; ARGV[6] = most matches to return
 -- ARGV[7] = text to find (plain; any case but in the jid; "" for any)
 -- ARGV[8] = "1" when the text may only match the jid, the job name or the error
@@ -119,12 +119,13 @@ local matches, rows, names, queues = 0, {}, {}, {}
 local stop = math.min(start + budget, size)
 while start < stop do
   local items
+  local last = math.min(start + chunk, stop) - 1  -- no further than asked: a part ends here
   if kind == 'list' then
-    items = redis.call('LRANGE', key, start, start + chunk - 1)
+    items = redis.call('LRANGE', key, start, last)
   elseif desc then
-    items = redis.call('ZRANGE', key, start, start + chunk - 1, 'REV')
+    items = redis.call('ZRANGE', key, start, last, 'REV')
   else
-    items = redis.call('ZRANGE', key, start, start + chunk - 1)
+    items = redis.call('ZRANGE', key, start, last)
   end
   for i = 1, #items do
     local member = items[i]
