@@ -6,12 +6,17 @@ The part is made small here (100 entries) so a few hundred jobs make several par
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from typing import Any
+from urllib.parse import parse_qsl
+
 import pytest
 import redis
 from werkzeug.datastructures import MultiDict
 
 from djqueue.api import Filter, Queue, RetrySet, ScheduledSet
-from djqueue.store import listing
+from djqueue.store import listing, tallies
 from djqueue.web.forms import list_action
 from djqueue.web.lists import job_list
 from djqueue.web.query import ListQuery
@@ -60,7 +65,16 @@ def test_a_list_of_one_part_is_searched_whole(r: redis.Redis) -> None:
     assert page.matches == len(mailers(items))
     assert page.searched is None and page.next_part is None and page.previous_part is None
     beyond = job_list("retries", ListQuery(q="Mailer", part=2))
-    assert beyond.matches == 0 and beyond.searched == (PART, PART)
+    assert beyond.matches == 0 and beyond.searched is None and beyond.next_part is None
+    assert beyond.previous_part == (1, PART, "?q=Mailer")
+
+
+def test_a_part_past_the_end_links_back_to_the_last_part(r: redis.Redis) -> None:
+    fill(r, "queue:x", 150)
+    for query in (ListQuery(q="Mailer", part=5), ListQuery(facets=True, part=5)):
+        page = job_list("queue", query, queue="x")
+        assert page.searched is None and page.next_part is None
+        assert page.previous_part == (101, 150, query.url(part=2))
 
 
 def test_a_queue_is_searched_a_part_at_a_time_newest_first(r: redis.Redis) -> None:
@@ -115,7 +129,8 @@ def test_the_part_is_kept_by_paging_and_dropped_by_a_new_filter() -> None:
     assert (query.part, query.page, query.first) == (3, 2, 2 * PART)
     assert query.url(page=3) == "?q=x&part=3&p=3"
     assert query.url(facets=True) == "?q=x&_facets=1&part=3"
-    assert query.url(job="J") == "?q=x&job=J" and query.url(q="y") == "?q=y"
+    assert query.url(job="J") == "?q=x&job=J&part=3"  # a choice among the part's counts
+    assert query.url(q="y") == "?q=y"  # new search text: from the start
     assert ListQuery(part=2).url() == "?"  # no filter: no part
     assert ListQuery.parse({"part": "none"}).part == 1
 
@@ -130,3 +145,39 @@ def test_counts_alone_count_a_part_and_leave_the_rows_and_pages_whole(r: redis.R
     assert sum(counted.values()) == 100
     assert page.searched == (101, 200) and page.next_part == (201, 230, "?_facets=1&part=3")
     assert page.facets_url == "?p=9"  # counts off: no part
+
+
+def test_a_choice_in_the_sidebar_stays_in_the_part_it_counted(r: redis.Redis) -> None:
+    fill(r, "retry", 250)
+    page = job_list("retries", ListQuery(q="user", part=2, facets=True))
+    mailer = next(c for c in page.job_choices if c.label == "Mailer")
+    chosen = job_list("retries", ListQuery.parse(dict(parse_qsl(mailer.url[1:]))))
+    assert chosen.searched == (101, 200) and chosen.matches == mailer.count
+
+
+def test_a_list_that_grew_while_searched_links_its_new_part(
+    r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(r, "queue:x", 95)
+    scan = listing._scan
+
+    def pushed_meanwhile(*args: Any) -> Any:  # 20 pushes land as the walk starts
+        if r.llen("queue:x") == 95:
+            r.lpush("queue:x", *[json.dumps({"class": "Late", "args": [n]}) for n in range(20)])
+        return scan(*args)
+
+    monkeypatch.setattr(listing, "_scan", pushed_meanwhile)
+    page = job_list("queue", ListQuery(q="Mailer"), queue="x")
+    assert page.size == 115 and page.next_part == (101, 115, "?q=Mailer&part=2")
+
+
+def test_a_counted_set_that_cannot_be_counted_is_walked_whole(
+    r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = fill(r, "dead", 250)
+    read = tallies.read
+    monkeypatch.setattr(
+        tallies, "read", lambda *args: dataclasses.replace(read(*args), tallies=None)
+    )
+    page = job_list("dead", ListQuery(job="Mailer"))
+    assert page.searched is None and page.matches == len(mailers(items))

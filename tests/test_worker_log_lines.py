@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import logging.config
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -245,6 +246,21 @@ def test_with_log_threads_off_a_line_names_the_thread_that_logged_it(worker_setu
     tids = [json.loads(line)["tid"] if json_logs else line.split()[2][4:] for line in lines]
     assert tids == [log.tid(thread.ident)] * 2 + [log.tid(other.ident)]
     assert log.tid(handler.thread.ident) not in tids
+
+
+@pytest.mark.parametrize("json_logs", [False, True])
+def test_with_log_processes_off_a_line_still_names_the_process(worker_setup, json_logs):
+    handler, path = worker_setup(json_logs)
+    log_processes = logging.logProcesses
+    logging.logProcesses = False
+    try:
+        run_jobs(PAYLOADS[0])  # the job's lines, as fields
+        worker_log.warning("the job's own line")  # a record, without its process
+    finally:
+        logging.logProcesses = log_processes
+    lines = written(handler, path)
+    pids = [json.loads(line)["pid"] if json_logs else line.split()[1] for line in lines]
+    assert pids == ([os.getpid()] * 3 if json_logs else [f"pid={os.getpid()}"] * 3)
 
 
 def test_an_integration_wrapping_the_loggers_dispatch_sees_the_job_lines(worker_setup, monkeypatch):

@@ -107,16 +107,7 @@ class SortedSet(ApiObject):
             if tally and not keep.text:
                 found = self._call(
                     lambda: counted_page(
-                        self.redis,
-                        self.key,
-                        tally,
-                        offset,
-                        limit,
-                        desc,
-                        keep,
-                        facets,
-                        first,
-                        all_entries,
+                        self.redis, self.key, tally, offset, limit, desc, keep, facets
                     )
                 )
             else:

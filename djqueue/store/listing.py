@@ -142,44 +142,69 @@ def _walk(
     names: Counter[str] = Counter()
     queues: Counter[str] = Counter()
     matches = 0
-    total = size(client, key, kind)
     start = first = max(0, first)
     end = first + SEARCH_PART if whole and not all_entries else None
     while start >= 0 and (end is None or start < end):
-        reply = SCAN(
-            client,
-            [key],
-            [
-                kind,
-                "1" if desc else "0",
-                start,
-                SCAN_PER_CALL if end is None else min(SCAN_PER_CALL, end - start),
-                max(0, offset - matches),
-                limit - len(rows),
-                keep.text,
-                "1" if keep.fields_only else "0",
-                keep.job,
-                keep.queue,
-                "1" if facets else "0",
-                "0" if whole else "1",
-                "1" if keep.prefer_retry_queue else "0",
-                keep.default_queue,
-            ],
-        )
-        start, found, flat = int(reply[0]), int(reply[1]), reply[2]
+        budget = SCAN_PER_CALL if end is None else min(SCAN_PER_CALL, end - start)
+        skip, wanted = max(0, offset - matches), limit - len(rows)
+        reply = _scan(client, key, kind, desc, keep, start, budget, skip, wanted, facets, not whole)
+        start, found = int(reply[0]), int(reply[1])
         matches += found
-        for n in range(0, len(flat), 2):
-            position = flat[n + 1]
-            rows.append((flat[n], int(position) if kind == "list" else float(position)))
+        rows += _rows(kind, reply[2])
         for counter, pairs in ((names, reply[3]), (queues, reply[4])):
             for n in range(0, len(pairs), 2):
                 counter[text(pairs[n])] += int(pairs[n + 1])
         if not whole and len(rows) >= limit:
             break
+    total = size(client, key, kind)  # after the walk: a list that grew meanwhile has more parts
     part = None
     if end is not None and (first > 0 or start >= 0):
         part = (first, start if start >= 0 else max(first, total))
     return Rows(total, rows[:limit], matches, names, queues, part)
+
+
+def _scan(
+    client: redis.Redis,
+    key: str,
+    kind: str,
+    desc: bool,
+    keep: Filter,
+    start: int,
+    budget: int,
+    skip: int,
+    limit: int,
+    facets: bool,
+    stop_when_full: bool,
+) -> Any:
+    """One call of ``scan.lua`` (its arguments are described there)."""
+    return SCAN(
+        client,
+        [key],
+        [
+            kind,
+            "1" if desc else "0",
+            start,
+            budget,
+            skip,
+            limit,
+            keep.text,
+            "1" if keep.fields_only else "0",
+            keep.job,
+            keep.queue,
+            "1" if facets else "0",
+            "1" if stop_when_full else "0",
+            "1" if keep.prefer_retry_queue else "0",
+            keep.default_queue,
+        ],
+    )
+
+
+def _rows(kind: str, flat: list[Any]) -> list[tuple[Any, Any]]:
+    """``scan.lua``'s (member, position, ...) as pairs: a list index, or a score."""
+    return [
+        (flat[n], int(flat[n + 1]) if kind == "list" else float(flat[n + 1]))
+        for n in range(0, len(flat), 2)
+    ]
 
 
 def counted_page(
@@ -191,8 +216,6 @@ def counted_page(
     desc: bool,
     keep: Filter,
     facets: bool = False,
-    first: int = 0,
-    all_entries: bool = False,
 ) -> Rows:
     """What `scan_page` finds for a job set whose entries are counted (``tally``,
     `Keys.tally`) and a ``keep`` without search text, without reading every entry: the size,
@@ -201,15 +224,13 @@ def counted_page(
     the end of the set nearer the page (the total is known, so the last page is as near as
     the first).
     When no count can be completed (writers that do not count kept changing the set while it
-    was counted), the page is `scan_page`'s, of the part from ``first`` (or ``all_entries``);
+    was counted), the page is `scan_page`'s over every entry, as it would have been counted:
     a counted page is never a part."""
     if keep.text:
         raise ValueError("search text is found by scan_page: entries are not counted by text")
     counted = tallies.read(client, key, tally)
     if counted.tallies is None:
-        return scan_page(
-            client, key, "zset", offset, limit, desc, keep, facets, True, first, all_entries
-        )
+        return scan_page(client, key, "zset", offset, limit, desc, keep, facets, all_entries=True)
     matches, names, queues = tallies.matching(
         counted.tallies, keep.job, keep.queue, keep.prefer_retry_queue, keep.default_queue
     )
@@ -235,17 +256,10 @@ def next_matches(
     entries it was given steps the index back by as many."""
     rows: list[tuple[Any, Any]] = []
     while start >= 0 and len(rows) < limit:
-        reply = SCAN(
-            client,
-            [key],
-            [kind, "1" if desc else "0", start, SCAN_PER_CALL, 0, limit - len(rows)]
-            + [keep.text, "1" if keep.fields_only else "0", keep.job, keep.queue, "0", "1"]
-            + ["1" if keep.prefer_retry_queue else "0", keep.default_queue],
-        )
-        start, flat = int(reply[0]), reply[2]
-        for n in range(0, len(flat), 2):
-            position = flat[n + 1]
-            rows.append((flat[n], int(position) if kind == "list" else float(position)))
+        wanted = limit - len(rows)
+        reply = _scan(client, key, kind, desc, keep, start, SCAN_PER_CALL, 0, wanted, False, True)
+        start = int(reply[0])
+        rows += _rows(kind, reply[2])
     return rows, start
 
 

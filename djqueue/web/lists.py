@@ -209,19 +209,22 @@ def _parts(
     params: ListQuery, part: tuple[int, int] | None, size: int
 ) -> tuple[tuple[int, int] | None, tuple[int, int, str] | None, tuple[int, int, str] | None]:
     """The entries searched (1-based) and the parts before and after them, with their links,
-    when a filter searched part of the list."""
+    when a filter searched part of the list. A part past the end of the list (it shrank, or
+    the URL was typed) searched nothing: its link back goes to the list's last part."""
     if part is None:
         return None, None, None
     first, end = part
-    each = store_listing.SEARCH_PART
-    previous = None
-    if params.part > 1:
-        start = max(0, first - each)
-        previous = (start + 1, first, params.url(part=params.part - 1))
-    following = None
-    if end < size:
-        following = (end + 1, min(end + each, size), params.url(part=params.part + 1))
-    return (min(first + 1, end), end), previous, following
+
+    def link(number: int) -> tuple[int, int, str]:
+        start, stop = params.entries(number)
+        return start + 1, min(stop, size), params.url(part=number)
+
+    if first >= size:
+        last = -(-size // store_listing.SEARCH_PART)
+        return None, (link(last) if last else None), None
+    previous = link(params.part - 1) if params.part > 1 else None
+    following = link(params.part + 1) if end < size else None
+    return (first + 1, end), previous, following
 
 
 def list_filter(kind: str, params: ListQuery, settings: Settings) -> Filter:

@@ -76,7 +76,12 @@ class ListQuery:
     @property
     def first(self) -> int:
         """The index of the first entry the part searches."""
-        return (self.part - 1) * listing.SEARCH_PART
+        return self.entries()[0]
+
+    def entries(self, part: int | None = None) -> tuple[int, int]:
+        """The indexes ``(first, end)`` of a part's entries (this query's part by default)."""
+        number = self.part if part is None else part
+        return (number - 1) * listing.SEARCH_PART, number * listing.SEARCH_PART
 
     def params(self) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -95,11 +100,12 @@ class ListQuery:
         return found
 
     def url(self, **changes: Any) -> str:
-        """``?q=...&p=2`` for this query with ``changes`` (a filter change goes to page 1 of
-        part 1, another part to its page 1)."""
+        """``?q=...&p=2`` for this query with ``changes``: a filter change goes to page 1, new
+        search text to part 1 too (a part is a stretch of the list, whatever the filters: the
+        sidebar's counts are the part's, so a choice among them stays in it)."""
         if "page" not in changes:
             changes["page"] = 1
-        if "part" not in changes and {"q", "job", "queue"} & changes.keys():
+        if "part" not in changes and "q" in changes:
             changes["part"] = 1
         encoded = urlencode(replace(self, **changes).params())
         return f"?{encoded}" if encoded else "?"

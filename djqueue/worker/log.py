@@ -121,6 +121,12 @@ def _thread(record: logging.LogRecord) -> int | None:
     return getattr(record, "djqueue_thread", None)
 
 
+def _process(process: int | None) -> int:
+    """The process that logged: with ``logging.logProcesses`` off a record has none, and the
+    line is written in the process that logged it (the writer is a thread)."""
+    return os.getpid() if process is None else process
+
+
 def _context(record: logging.LogRecord) -> tuple[str, dict[str, Any]] | None:
     """The job context of the thread that logged ``record`` (kept on the record when it is
     formatted on another thread)."""
@@ -366,7 +372,7 @@ class _Formatter(logging.Formatter):
         context = _context(record)
         return self.line(
             record.created,
-            record.process,
+            _process(record.process),
             _thread(record),
             context,
             _request_id(_logged_request_id(record), context),
@@ -381,7 +387,7 @@ class _Formatter(logging.Formatter):
         template, created, message, elapsed, thread, context, found = item
         return self.line(
             created,
-            template.process,
+            _process(template.process),
             thread,
             context,
             _request_id(found, context),

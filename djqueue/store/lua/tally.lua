@@ -10,9 +10,9 @@
 -- order, '>' holds the score it has counted up to: a move counts only an entry at or below it
 -- (the build counts the others when it gets there), so a count being built stays exact.
 -- Only an existing hash is counted into: a missing one is built by the reader, never started
--- from one entry. A tally key of another type is left to the reader (which names and replaces
--- it), one whose counts are not integers is dropped (the reader counts again): neither fails
--- the move it follows.
+-- from one entry. A tally key of another type, or one whose counts are not integers, is left
+-- to the reader, which names it and counts again: neither fails the move it follows (this
+-- call stops counting into it).
 
 --!include fields
 
@@ -73,8 +73,7 @@ local function tally_count(counts, member, delta)
   local count = redis.pcall('HINCRBY', counts, name, delta)
   local total = redis.pcall('HINCRBY', counts, '#', delta)
   if type(count) ~= 'number' or type(total) ~= 'number' then
-    redis.call('DEL', counts)
-    tally_kinds[counts] = 'none'
+    tally_kinds[counts] = 'none'  -- a count that is not an integer: the reader names it
   elseif count == 0 then
     redis.call('HDEL', counts, name)
   end

@@ -13,8 +13,9 @@
 -- count was started; ARGV[2] = entries to read per call.
 -- Returns {state, ZCARD, {field, count, ...}, the bad keys met (bad_keys.lua)}: state 0 when
 -- the counts were trusted, 1 when this call completed a build, 2 while a build goes on (no
--- counts yet: call again), 3 the same after a build started again. A tally of another type, or holding a count that is not a
--- number, is named and replaced.
+-- counts yet: call again), 3 the same after a build started again. A tally of another type,
+-- or holding a count that is not a whole number (negative, a fraction, text), is named and
+-- replaced.
 
 --!include bad_keys
 --!include tally
@@ -51,12 +52,12 @@ if key_is(kept, 'hash', replacing) and tally_kept(kept) then
   for i = 1, #found, 2 do
     local value = tonumber(found[i + 1])
     if found[i] == '>' then bound = found[i + 1]
-    elseif not value then
-      bad_key(kept, 'holds a count that is not a number; ' .. replacing)
+    elseif not value or (found[i] ~= '@' and (value < 0 or value ~= math.floor(value))) then
+      bad_key(kept, 'holds a count that is not a whole number (' .. found[i] .. ' = '
+        .. quoted(found[i + 1]) .. '); ' .. replacing)
       sound = false
     elseif found[i] == '#' then total = value
-    elseif found[i] == '@' then at = value
-    elseif value < 0 or value ~= math.floor(value) then sound = false end
+    elseif found[i] == '@' then at = value end
   end
   if not (sound and total and at and now - at <= max_age) then
     bound = start()
