@@ -364,13 +364,28 @@ def found(page: Any) -> tuple[Any, ...]:
 
 
 def scan_source(rev: str) -> str:
-    """``scan.lua`` as it was at a git revision of this repository."""
+    """``scan.lua`` as it was at a git revision of this repository, with the files it includes
+    (``--!include NAME``) pasted in as ``djqueue.store.scripts`` pastes them, also as of REV."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    command = ["git", "show", f"{rev}:djqueue/store/lua/scan.lua"]
-    done = subprocess.run(command, cwd=root, capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"--before {rev}: {done.stderr.strip()}")
-    return done.stdout
+
+    def read(name: str) -> str:
+        command = ["git", "show", f"{rev}:djqueue/store/lua/{name}.lua"]
+        done = subprocess.run(command, cwd=root, capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"--before {rev}: {done.stderr.strip()}")
+        return done.stdout
+
+    def pasted(name: str, seen: set[str]) -> str:
+        lines = []
+        for line in read(name).splitlines(keepends=True):
+            if not line.startswith("--!include "):
+                lines.append(line)
+            elif (included := line.split()[1]) not in seen:
+                seen.add(included)
+                lines.append(pasted(included, seen))
+        return "".join(lines)
+
+    return pasted("scan", {"scan"})
 
 
 @contextmanager

@@ -506,6 +506,19 @@ def test_a_search_of_a_long_list_reads_it_a_part_at_a_time(
         page.get_by_role("button", name="Yes, I’m sure").click()
     expect(messages(page)).to_have_text(["Deleted 25 jobs."])
     assert sorted(e.display_name for e in DeadSet().jobs(0, 100)) == ["tests.Hay"] * 25
+    client = djqueue.Client()
+    for n in range(50):
+        client.push(
+            {"class": "tests.Needle" if n % 2 else "tests.Hay", "args": [n], "queue": "long"}
+        )
+    # Counts alone on a queue (the dead set's are kept): only the counts are a part.
+    go(page, mount.url("queue", queue="long") + "?_facets=1&part=2")
+    expect(count).to_have_text(
+        "50 jobs · counts of entries 21–40 · Count entries 1–20 · Count entries 41–50"
+    )
+    expect(rows(page)).to_have_count(25)
+    expect(page.locator("#changelist-filter")).to_contain_text("tests.Needle (10)")
+    shoot(page, mount, "counts-part-light")
 
 
 def test_clear_a_queue_quiet_a_process_disable_a_periodic_job(
