@@ -114,30 +114,14 @@ def scan_page(
     ``facets`` the matches per job name and queue (one pass over the part). ``Rows.part``
     names the part when it is not the whole key; ``all_entries`` reads every entry instead
     (a count an action confirms, not a page). With counts and no filter, the rows are a plain
-    slice of the whole key (``matches`` None) and only the counts are the part's.
+    slice of the whole key (``matches`` None) and only the counts are the part's (the walk
+    asked for no row).
     Without ``whole`` the walk stops at the page's last row, wherever it is: the rows alone
     are wanted, and ``matches`` counts only the matches walked."""
-    if not keep and whole:
+    if not keep and whole and limit:
         plain = read_page(client, key, kind, offset, limit, desc)
-        counted = _walk(client, key, kind, 0, 0, desc, keep, facets, True, first, all_entries)
+        counted = scan_page(client, key, kind, 0, 0, desc, keep, facets, True, first, all_entries)
         return Rows(plain.size, plain.rows, None, counted.names, counted.queues, counted.part)
-    return _walk(client, key, kind, offset, limit, desc, keep, facets, whole, first, all_entries)
-
-
-def _walk(
-    client: redis.Redis,
-    key: str,
-    kind: str,
-    offset: int,
-    limit: int,
-    desc: bool,
-    keep: Filter,
-    facets: bool,
-    whole: bool,
-    first: int,
-    all_entries: bool,
-) -> Rows:
-    """`scan_page`'s walk through ``scan.lua``."""
     rows: list[tuple[Any, Any]] = []
     names: Counter[str] = Counter()
     queues: Counter[str] = Counter()
