@@ -220,7 +220,8 @@ def test_bad_tally_hashes_are_counted_again_and_never_stop_a_move(redis_url, r, 
         assert retry.jobs(0, 1)[0].delete()  # a move beside it still moves
         with caplog.at_level("WARNING", logger="djqueue.store"):
             assert_counts_agree(r, retry, expect_recount=True)
-        assert [f'= "{bad}")' in text for text in named()] == [True]
+        # Named with its field (the move may have counted into it: -1 is then -2).
+        assert [f"not a whole number ({field} = " in text for text in named()] == [True]
 
     r.delete(tally)
     r.set(tally, "a string")  # another type: moves go on, the reader replaces it
