@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from ..api import DeadSet, JobRecord, Queue, RetrySet, ScheduledSet, SortedEntry, SortedSet
 from ..config import Settings
-from ..store import listing as store_listing
 from ..store.listing import Filter
 from . import display
 from .actions import Action, actions_for
@@ -220,7 +219,7 @@ def _parts(
         return start + 1, min(stop, size), params.url(part=number)
 
     if first >= size:
-        last = -(-size // store_listing.SEARCH_PART)
+        last = params.parts(size)
         return None, (link(last) if last else None), None
     previous = link(params.part - 1) if params.part > 1 else None
     following = link(params.part + 1) if end < size else None

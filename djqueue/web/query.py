@@ -83,6 +83,11 @@ class ListQuery:
         number = self.part if part is None else part
         return (number - 1) * listing.SEARCH_PART, number * listing.SEARCH_PART
 
+    @staticmethod
+    def parts(size: int) -> int:
+        """How many parts a list of ``size`` entries has (0 when it is empty)."""
+        return -(-size // listing.SEARCH_PART)
+
     def params(self) -> dict[str, str]:
         found: dict[str, str] = {}
         if self.q:
