@@ -46,12 +46,14 @@ def queues(settings: Settings | None = None) -> str:
     found = Queue.summary(settings=settings)
     if not found:
         return "no queues"
-    width = max(5, *(len(name) for name, *_ in found))
+    width = max(5, *(len(q.name) for q in found))
     lines = [f"{'queue':<{width}}  {'size':>8}  {'parked':>8}  {'latency':>10}"]
-    for name, size, latency, problem, paused, count, floor in found:
-        parked = f"{count}+" if floor else str(count)
-        note = "  ".join(filter(None, ("paused" if paused else "", problem)))
-        lines.append(f"{name:<{width}}  {size:>8}  {parked:>8}  {latency:>9.1f}s  {note}".rstrip())
+    for q in found:
+        parked = f"{q.parked}+" if q.parked_floor else str(q.parked)
+        note = "  ".join(filter(None, ("paused" if q.paused else "", q.problem)))
+        lines.append(
+            f"{q.name:<{width}}  {q.size:>8}  {parked:>8}  {q.latency:>9.1f}s  {note}".rstrip()
+        )
     return "\n".join(lines)
 
 

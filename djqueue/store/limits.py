@@ -118,12 +118,17 @@ class LimitStore:
         for kind, name, limit, per in specs:
             definition = json.dumps({"kind": kind, "limit": limit, "per": per})
             args += [kind, name, limit, per, definition]
-            keys += [self.keys.limiter(name), self.keys.parked_jobs(name), self.keys.admitted(name)]
+            keys += self._slot_keys(name)
         reply = LIMIT_ENTER(self.redis, keys, args)
         if not reply[0]:
             return None
         bad_keys.report(bad_keys.pairs(reply[3]))
         return Refusal(int(reply[0]), float(reply[1]), bool(reply[2]))
+
+    def _slot_keys(self, name: str) -> list[str]:
+        """Limiter ``name``'s keys as the limit scripts take them: its slots, its parked jobs
+        and its admitted jobs."""
+        return [self.keys.limiter(name), self.keys.parked_jobs(name), self.keys.admitted(name)]
 
     def leave(self, slots: Sequence[tuple[str, int]], holder: str) -> int:
         """Give back ``holder``'s slots in these (name, limit) concurrency limiters, and for
@@ -132,7 +137,7 @@ class LimitStore:
         keys = [self.keys.parked, self.keys.paused]
         args: list[Any] = [holder, self.keys.queue(""), self.default_queue]
         for name, limit in slots:
-            keys += [self.keys.limiter(name), self.keys.parked_jobs(name), self.keys.admitted(name)]
+            keys += self._slot_keys(name)
             args += [name, limit]
         reply = LIMIT_LEAVE(self.redis, keys, args)
         bad_keys.report(bad_keys.pairs(reply[1]))

@@ -26,7 +26,8 @@ from .paused import SKIPPED
 from .replies import integer, text, texts
 from .scripts import SCAN
 
-#: Entries one filtering call reads before handing back: a few milliseconds of Redis time.
+#: Entries one filtering call reads before handing back: about 10 ms of Redis time for retry
+#: entries with their tracebacks, 4-5 ms for queued jobs (bench/README.md, "Admin pages").
 SCAN_PER_CALL = 5_000
 #: Most entries one filtered page reads to count its matches: about 0.1 s of Redis time for
 #: retry entries with their tracebacks. A longer key is searched a part at a time.

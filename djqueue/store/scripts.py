@@ -9,7 +9,9 @@ A line ``--!include NAME`` is replaced by ``lua/NAME.lua`` (Redis runs one text 
 the job-status helpers every transition shares are kept once and pasted in when loaded); an
 included file may include others, and each is pasted once, where it is first named. Comment
 lines are left out of what Redis is sent: it keeps each script's text in its memory, which a
-Redis at its ``maxmemory`` must not spend on the files' explanations.
+Redis at its ``maxmemory`` must not spend on the files' explanations. ``@IN_FLIGHT_TTL@``
+and ``@LIMITERS_TTL@`` are replaced by those constants of `djqueue.store.keys`, so a
+lifetime a script shares with Python is written once.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import redis
 import redis.exceptions
 
 from .calls import Steps, execute
-from .keys import STATUS_IN_FLIGHT_TTL
+from .keys import LIMITERS_TTL, STATUS_IN_FLIGHT_TTL
 
 
 def _read(name: str) -> str:
@@ -44,6 +46,7 @@ def _pasted(name: str, done: set[str], swap: dict[str, str]) -> str:
 
 def _source(name: str, swap: dict[str, str]) -> str:
     pasted = _pasted(name, {name}, swap)
+    pasted = pasted.replace("@LIMITERS_TTL@", str(LIMITERS_TTL))
     return pasted.replace("@IN_FLIGHT_TTL@", str(STATUS_IN_FLIGHT_TTL))
 
 

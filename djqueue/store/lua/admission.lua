@@ -12,6 +12,10 @@
 
 --!include parking
 
+-- Seconds the limiters' definitions live after the last one written (LIMITERS_TTL, which
+-- limit_enter.lua is given).
+local LIMITERS_LIFE = @LIMITERS_TTL@
+
 -- The job's jid and its concurrency limiters as its payload names them ({{name, limit}, ...}),
 -- or nil: the field is looked for as text first, so other jobs cost one string.find.
 local function admission_limits(json)
@@ -44,11 +48,11 @@ end
 -- limiter no longer defined (whose parked jobs all go back). The hash lives a week from its
 -- last entry (djqueue.store.keys.LIMITERS_TTL, as limit_enter.lua keeps it).
 local function define(limiters, name, limit)
-  if key_is(limiters, 'hash', 'skipped: the sweep reads it as undefined')
+  if key_is_kept(limiters, 'hash', 'skipped: the sweep reads it as undefined')
       and redis.call('HSETNX', limiters, name,
         cjson.encode({kind = 'concurrent', limit = limit, per = 0})) == 1
       and redis.call('TTL', limiters) < 0 then
-    redis.call('EXPIRE', limiters, ADMITTED_LIFE)
+    redis.call('EXPIRE', limiters, LIMITERS_LIFE)
   end
 end
 
@@ -57,7 +61,7 @@ end
 -- deploy, whose grants are not slots: admission must neither count nor drop them). The
 -- payload's limit is used, as the pushing code declared it; the fetch checks the workers'.
 local function admits_as_concurrent(limiters, name)
-  if not key_is(limiters, 'hash', 'skipped: taken as a concurrency limiter') then
+  if not key_is_kept(limiters, 'hash', 'skipped: taken as a concurrency limiter') then
     return true
   end
   local raw = redis.call('HGET', limiters, name)
@@ -68,20 +72,21 @@ local function admits_as_concurrent(limiters, name)
   return not ok or type(definition) ~= 'table' or definition['kind'] == 'concurrent'
 end
 
--- Admit JSON (a job about to be written to a queue) or park it. OWN is the namespace's own
--- prefix (status_prefix without 'status:'). Returns true when the job is to be written to
+-- Admit JSON (a job about to be written to a queue) or park it; STATUS_PREFIX names the
+-- namespace (namespace.lua). Returns true when the job is to be written to
 -- its queue (entered in each limiter's admitted set), false when it was parked here. A
 -- limiter whose keys hold other types admits (noted): the fetch still checks it.
-local function admit(json, own)
+local function admit(json, status_prefix)
   local jid, found, queue = admission_limits(json)
   if not jid then
     return true
   end
+  local own = namespace_own(status_prefix)
   -- A paused queue's job is queued uncounted: counted, it would hold room its limiters'
   -- jobs of running queues could use until the sweep dropped it (a lease), and nothing
   -- takes it before the resume (then the fetch checks it, as any job's).
   local paused = own .. 'paused'
-  if type(queue) == 'string' and key_is(paused, 'set', 'skipped: no queue counts as paused')
+  if type(queue) == 'string' and key_is_kept(paused, 'set', 'skipped: no queue counts as paused')
       and queue_paused(paused, queue) then
     return true
   end
@@ -90,11 +95,11 @@ local function admit(json, own)
     local name, limit = pair[1], pair[2]
     local key, parked = own .. 'limit:' .. name, own .. 'parked:' .. name
     local admitted = own .. 'admitted:' .. name
-    if admits_as_concurrent(own .. 'limiters', name) and key_is(key, 'zset', 'skipped: jobs go to their queues unchecked')
-        and key_is(parked, 'list', 'skipped: jobs go to their queues unchecked')
-        and key_is(admitted, 'zset', 'skipped: jobs go to their queues unchecked') then
+    local unchecked = 'skipped: jobs go to their queues unchecked'
+    if admits_as_concurrent(own .. 'limiters', name) and key_is_kept(key, 'zset', unchecked)
+        and key_is_kept(parked, 'list', unchecked) and key_is_kept(admitted, 'zset', unchecked) then
       -- Parked jobs first: a slot given back goes to the oldest of them.
-      if redis.call('LLEN', parked) > 0 or room(key, admitted, limit, parking_clock()) <= 0 then
+      if redis.call('LLEN', parked) > 0 or room(key, admitted, limit) <= 0 then
         park_job(parked, own .. 'parked', name, json)
         define(own .. 'limiters', name, limit)
         return false

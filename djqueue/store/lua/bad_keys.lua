@@ -29,6 +29,20 @@ local function key_is(key, wanted, doing)
   return false, kind
 end
 
+-- key_is asked once per key and call, for a key that no script replaces while it runs (the
+-- limiters' keys that admission.lua checks for every job of a bulk push): its type can then
+-- only go from none to WANTED during the call, so the first answer holds, and a bad key is
+-- noted once.
+local kept_types = {}
+local function key_is_kept(key, wanted, doing)
+  local found = kept_types[key]
+  if found == nil then
+    found = key_is(key, wanted, doing)
+    kept_types[key] = found
+  end
+  return found
+end
+
 -- True when VALUE (a reply or nil) is absent or an integer INCRBY / HINCRBY accept.
 local function is_count(value)
   return not value or (#value <= 18 and string.match(value, '^-?%d+$') ~= nil)

@@ -17,17 +17,13 @@
 
 local BATCH_RETENTION = 7 * 24 * 3600
 
-local function batch_own(prefix)
-  return string.sub(prefix, 1, -8)
-end
-
 -- The namespace prefix ('' or 'NS:'): the status prefix without 'djqueue:status:'.
 local function batch_namespace(prefix)
   return string.sub(prefix, 1, -16)
 end
 
 local function batch_key(prefix, bid)
-  return batch_own(prefix) .. 'batch:' .. bid
+  return namespace_own(prefix) .. 'batch:' .. bid
 end
 
 -- The batch's keys live its retention from their last change.
@@ -383,7 +379,7 @@ local function batch_create(prefix, def)
   end
   redis.call('HSET', key, unpack(fields))
   batch_touch(key)
-  local listing = batch_own(prefix) .. 'batches'
+  local listing = namespace_own(prefix) .. 'batches'
   if key_is(listing, 'zset', 'skipped: the batch is left out of the listing') then
     redis.call('ZADD', listing, tonumber(def['created_at']) or 0, bid)
     if redis.call('TTL', listing) < retention then

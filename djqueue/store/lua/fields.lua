@@ -89,8 +89,11 @@ local function field(member, name)
   return string.sub(cjson.encode(value), 2, -2)
 end
 
-local function shown_name(member)
-  return field(member, 'display_class') or field(member, 'wrapped') or field(member, 'class')
+-- The job name a list shows: display_class, wrapped, else class (CLASS when the caller read
+-- it already; tally.lua keeps it apart too).
+local function shown_name(member, class)
+  return field(member, 'display_class') or field(member, 'wrapped') or class
+    or field(member, 'class')
 end
 
 -- The queue a job names, as the lists show it: its retry_queue first when `prefer_retry` (the

@@ -67,7 +67,7 @@ for i = 1, count do
   local ok
   local wait = -1
   if kind == 'concurrent' then
-    local free = free_slots(key, limit, now)
+    local free = free_slots(key, limit)
     ok = redis.call('ZSCORE', key, holder) or free > 0
   elseif kind == 'window' then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now - per)

@@ -18,7 +18,6 @@
 
 --!include parking
 
-local now = parking_clock()
 local holder = ARGV[1]
 local unparked = 0
 for i = 1, (#KEYS - 2) / 3 do
@@ -26,7 +25,7 @@ for i = 1, (#KEYS - 2) / 3 do
   local name, limit = ARGV[2 * i + 2], tonumber(ARGV[2 * i + 3])
   if key_is(key, 'zset', 'skipped: its slot not given back here')
       and redis.call('ZREM', key, holder) == 1 and redis.call('EXISTS', parked) == 1
-      and room(key, admitted, limit, now) > 0 then
+      and room(key, admitted, limit) > 0 then
     unparked = unparked + unpark(parked, KEYS[1], name, 1, KEYS[2], ARGV[2], ARGV[3], admitted)
   end
 end

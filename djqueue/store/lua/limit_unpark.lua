@@ -39,7 +39,7 @@ for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
       and tonumber(definition['limit']) then
     local key = ARGV[1] .. name
     if key_is(key, 'zset', 'skipped: its parked jobs stay parked') then
-      free = math.min(most, room(key, admitted, tonumber(definition['limit']), now))
+      free = math.min(most, room(key, admitted, tonumber(definition['limit'])))
     else
       free = 0
     end

@@ -25,7 +25,6 @@ end
 --!include admission
 --!include tally
 local status_prefix = table.remove(ARGV)
-local own = string.sub(status_prefix, 1, -8)
 local counted = table.remove(ARGV)
 local moved, stuck = 0, 0
 local listing = key_is(KEYS[2], 'set', 'skipped: queues are not listed there')
@@ -41,7 +40,7 @@ for n = 1, #ARGV / 3 do
     if listing then
       redis.call('SADD', KEYS[2], queue)
     end
-    if admit(job, own) then
+    if admit(job, status_prefix) then
       redis.call('LPUSH', KEYS[2 + n], job)
     end
     local tracked = status_job(job)

@@ -19,19 +19,19 @@ local ADMITTED_LIFE = 7 * 86400
 -- for a job of a running queue (each is one move; they would not run anyway).
 local PARKED_LOOK = 100
 
--- Park JOB (as stored in WORKING) in PARKED, the list of limiter NAME, noted in INDEX.
--- Returns 1; 0 when the job had left the working list (it is in exactly one place either
--- way); -1 when PARKED is not a list (noted in bad_keys; the caller puts the job back in
--- time instead). A tracked job stays 'pending': it waits for its turn, as in a queue.
 -- JOB joins PARKED, the list of limiter NAME (a list: checked by the caller), at its newest
 -- end, and NAME is noted in INDEX for the sweep.
 local function park_job(parked, index, name, job)
   redis.call('LPUSH', parked, job)
-  if key_is(index, 'set', 'skipped: only slots given back unpark these jobs') then
+  if key_is_kept(index, 'set', 'skipped: only slots given back unpark these jobs') then
     redis.call('SADD', index, name)
   end
 end
 
+-- Park JOB (as stored in WORKING) in PARKED, the list of limiter NAME, noted in INDEX.
+-- Returns 1; 0 when the job had left the working list (it is in exactly one place either
+-- way); -1 when PARKED is not a list (noted in bad_keys; the caller puts the job back in
+-- time instead). A tracked job stays 'pending': it waits for its turn, as in a queue.
 local function park(working, parked, index, name, job, status_prefix)
   if not key_is(parked, 'list', 'skipped: the job is put back in time instead') then
     return -1
@@ -90,7 +90,7 @@ end
 -- Jobs of the concurrency limiter whose admitted set is ADMITTED sent to their queues and not
 -- started yet (park-at-push, admission.lua): 0 when the key holds another type (noted).
 local function admitted_count(admitted)
-  if not key_is(admitted, 'zset', 'skipped: jobs sent to their queues are not counted') then
+  if not key_is_kept(admitted, 'zset', 'skipped: jobs sent to their queues are not counted') then
     return 0
   end
   return redis.call('ZCARD', admitted)
@@ -144,14 +144,15 @@ local function unpark(parked, index, name, count, paused, queue_prefix, default,
 end
 
 -- Free slots of the concurrency limiter KEY (a sorted set holder -> lease expiry) holding
--- LIMIT at most, once the leases that ran out by NOW are dropped (a killed worker's).
-local function free_slots(key, limit, now)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+-- LIMIT at most, once the leases that ran out by now (parking_clock) are dropped (a killed
+-- worker's).
+local function free_slots(key, limit)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', parking_clock())
   return limit - redis.call('ZCARD', key)
 end
 
 -- Slots of the concurrency limiter KEY (LIMIT at most) neither held nor promised to a job on
 -- its way to one (in ADMITTED: sent to its queue, not started yet).
-local function room(key, admitted, limit, now)
-  return free_slots(key, limit, now) - admitted_count(admitted)
+local function room(key, admitted, limit)
+  return free_slots(key, limit) - admitted_count(admitted)
 end

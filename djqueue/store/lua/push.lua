@@ -108,9 +108,8 @@ end
 -- Admission (admission.lua), in each queue's order: `parked` holds the positions of the jobs
 -- parked instead of queued, nil if none.
 local parked
-local own = string.sub(status_prefix, 1, -8)
 for i = first_json, first_scheduled - 1 do
-  if not (out and out[i]) and not admit(ARGV[i], own) then
+  if not (out and out[i]) and not admit(ARGV[i], status_prefix) then
     parked = parked or {}
     parked[i] = true
   end

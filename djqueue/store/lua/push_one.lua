@@ -33,7 +33,7 @@ if unique then
   end
 end
 local length
-if limited and not admit(ARGV[2], string.sub(status_prefix, 1, -8)) then
+if limited and not admit(ARGV[2], status_prefix) then
   length = redis.call('LLEN', KEYS[2])
 else
   length = redis.call('LPUSH', KEYS[2], ARGV[2])

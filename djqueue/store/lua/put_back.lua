@@ -16,10 +16,8 @@
 --!include parking
 local status_prefix = table.remove(ARGV)
 if KEYS[3] then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
   if key_is(KEYS[3], 'zset', 'skipped: the job is put back in time')
-      and free_slots(KEYS[3], tonumber(ARGV[4]), now) <= 0 then
+      and free_slots(KEYS[3], tonumber(ARGV[4])) <= 0 then
     local parked = park(KEYS[2], KEYS[4], KEYS[5], ARGV[3], ARGV[1], status_prefix)
     if parked >= 0 then
       return {parked * 2, bad_keys}

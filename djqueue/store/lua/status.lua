@@ -11,6 +11,7 @@
 -- still moves; an error there would come after the move and cycle the job for ever.
 
 --!include bad_keys
+--!include namespace
 
 local STATUS_IN_FLIGHT = @IN_FLIGHT_TTL@
 

@@ -63,8 +63,7 @@ end
 
 local function tally_kind(member)
   local class = field(member, 'class')
-  local shown = field(member, 'display_class') or field(member, 'wrapped') or class
-  return tally_part(shown) .. tally_part(class) .. tally_part(field(member, 'retry_queue'))
+  return tally_part(shown_name(member, class)) .. tally_part(class) .. tally_part(field(member, 'retry_queue'))
     .. tally_part(field(member, 'queue'))
 end
 
@@ -89,7 +88,7 @@ end
 
 -- Count out an entry of the set that this call removed; SCORE from tally_score, read before.
 local function tally_out(counts, member, score)
-  if tally_kept(counts) and (not tally_bound(counts) or tally_covers(counts, score)) then
+  if tally_kept(counts) and tally_covers(counts, score) then
     tally_count(counts, member, -1)
   end
 end

@@ -12,6 +12,7 @@
 -- `bad_keys`, so the push or the move goes on.
 
 --!include bad_keys
+--!include namespace
 
 -- The decoded job when it holds a unique lock, else nil.
 local function unique_job(json)
@@ -25,7 +26,7 @@ local function unique_job(json)
 end
 
 local function unique_key(status_prefix, job)
-  return string.sub(status_prefix, 1, -8) .. 'unique:' .. job['unique_digest']
+  return namespace_own(status_prefix) .. 'unique:' .. job['unique_digest']
 end
 
 -- Take the lock for JOB (decoded), due in WAIT seconds (0 for a queued job). Returns nil when
