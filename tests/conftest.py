@@ -4,6 +4,7 @@ in-process worker."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,10 @@ import pytest
 import redis
 
 import djqueue
-from djqueue import config, connection
+from djqueue import config, connection, limits
+from djqueue.client import get_client
 from djqueue.store import bad_keys
+from djqueue.store.limits import LimitStore
 from djqueue.worker.launcher import Launcher
 
 from .browser import browser, problems  # noqa: F401 (the browser tests' fixtures)
@@ -113,3 +116,24 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
     yield start
     for worker in started:
         worker.kill()
+
+
+# -- the limits tests ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def store(redis_url: str) -> LimitStore:
+    """The limiters' store on the test Redis."""
+    client = get_client()
+    return LimitStore(client.redis, client.keys)
+
+
+@pytest.fixture
+def held_slots_forgotten() -> Iterator[None]:
+    """The slots a test takes and does not give back are no process's to renew: the slots
+    this process holds (`djqueue.limits`) are as they were once the test ends."""
+    before = Counter(limits._held)
+    yield
+    with limits._lock:
+        limits._held.clear()
+        limits._held.update(before)

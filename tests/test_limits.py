@@ -14,11 +14,7 @@ from djqueue.api import Queue
 from djqueue.client import get_client
 from djqueue.store.limits import LimitStore
 
-
-@pytest.fixture
-def store(redis_url: str) -> LimitStore:
-    client = get_client()
-    return LimitStore(client.redis, client.keys)
+pytestmark = pytest.mark.usefixtures("held_slots_forgotten")
 
 
 def test_a_concurrency_limiter_lets_in_its_limit_and_refuses_the_next(store):
@@ -216,5 +212,3 @@ def test_a_queues_parked_jobs_are_counted_beside_its_size(redis_url, r):
         ("mail", 1, 4),
     ]
     assert Queue("mail").parked == 4 and Queue("empty").parked == 0
-    with limits._lock:
-        del limits._held[("stripe", "holder")]

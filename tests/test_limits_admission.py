@@ -1,4 +1,3 @@
-# ruff: noqa: F811
 """Parking at the push: a job whose concurrency limiters have no room (slots held, or promised
 to jobs of theirs already queued) goes to the parked list instead of its queue, wherever a job
 lands in a queue (a push, the poller's move, a slot given back); the fetch's refusal stays the
@@ -18,8 +17,7 @@ from djqueue.client import get_client
 from djqueue.store.jobs import JobStore
 from djqueue.store.limits import LimitStore
 
-# The fixtures of the parking tests (`store` is used as an argument: F811 below).
-from tests.test_limits_parking import _slots_held_here_forgotten, store  # noqa: F401
+pytestmark = pytest.mark.usefixtures("held_slots_forgotten")
 
 PARKED = "djqueue:parked:job:adm.capped"
 ADMITTED = "djqueue:admitted:job:adm.capped"

@@ -6,35 +6,20 @@ free without that; a window or a bucket puts its refused job back for when it op
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 import redis
 
 import djqueue
 from djqueue import limits
-from djqueue.client import get_client
 from djqueue.store.limits import PARKED, LimitStore
 
 WORKING = "djqueue:working:host:1:abc:default"
 PARKED_LIST = "djqueue:parked:stripe"
 
 
-@pytest.fixture(autouse=True)
-def _slots_held_here_forgotten() -> Iterator[None]:
-    """The slots these tests take and do not give back are no process's to renew."""
-    before = Counter(limits._held)
-    yield
-    with limits._lock:
-        limits._held.clear()
-        limits._held.update(before)
-
-
-@pytest.fixture
-def store(redis_url: str) -> LimitStore:
-    client = get_client()
-    return LimitStore(client.redis, client.keys)
+# The slots these tests take and do not give back are no process's to renew.
+pytestmark = pytest.mark.usefixtures("held_slots_forgotten")
 
 
 def _job(n: int, queue: str = "default", **fields: object) -> str:

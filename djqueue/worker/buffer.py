@@ -78,7 +78,8 @@ class JobBuffer:
         self.during: float | None = None
         #: The spare for short jobs: the fixed one, or the round trips' worth of jobs when
         #: that is more (`_reach`); recomputed after each top-up.
-        self.reach = max(2, self.concurrency // 2)
+        self.fixed_spare = max(2, self.concurrency // 2)
+        self.reach = self.fixed_spare
         #: `demand` at the last beat's flush: unchanged at the next one, no buffered job was
         #: taken for a whole beat.
         self._beat_demand = -1
@@ -230,12 +231,11 @@ class JobBuffer:
         during a fetch, each processor that then waits counts once, so the spare grows until
         the round trip is covered (with pure-Python jobs the fetching thread gets the GIL back
         only when the others wait, so for them the limits set it)."""
-        spare = max(2, self.concurrency // 2)
         wanted = math.ceil(ROUND_TRIPS * (self.during or 0.0))
         limit = SPARE_LIMIT * self.concurrency
         if self.average:
             limit = min(limit, int(self.concurrency * HOLD / self.average))
-        self.reach = max(spare, min(wanted, limit))
+        self.reach = max(self.fixed_spare, min(wanted, limit))
 
     def _spare(self) -> int:
         """Jobs to hold beyond the free processors: only while none waits in BLMOVE (the
@@ -254,7 +254,7 @@ class JobBuffer:
         free = self.concurrency - self.running - self.blocking
         self._reach()
         spare = self._spare()
-        grown = self.reach > max(2, self.concurrency // 2)
+        grown = self.reach > self.fixed_spare
         return min(max(self.concurrency, spare) if grown else self.concurrency, free + spare)
 
     def _surplus(self) -> list[Unit]:

@@ -23,7 +23,7 @@ import re
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from ..context import FIELD as CONTEXT_FIELD
 from ..context import carried, request_id
@@ -42,10 +42,10 @@ Line = tuple[
     logging.LogRecord,
     float,
     str,
-    "float | None",
+    float | None,
     int,
-    "tuple[str, dict[str, Any]] | None",
-    "str | None",
+    tuple[str, dict[str, Any]] | None,
+    str | None,
 ]
 
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -210,9 +210,7 @@ class BackgroundHandler(logging.Handler):
             format_line = target.format if formatter is None else formatter.format
             # A job's `Line` becomes text in the worker's own format; were the format
             # replaced since the line was queued, the line is first made a record.
-            own = formatter if isinstance(formatter, OWN_FORMATS) else None
-            if own is not None and type(own) not in OWN_FORMATS:
-                own = None
+            own = cast(_Formatter, formatter) if type(formatter) in OWN_FORMATS else None
             for item in batch:
                 if item is None:
                     continue
